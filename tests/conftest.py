@@ -1,0 +1,73 @@
+"""Shared fixtures: a hermetic copy of example-vault/ and a CLI runner bound to it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_VAULT = REPO / "example-vault"
+EXAMPLE_QUERIES = Path(__file__).parent / "data" / "example_queries.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No test sees the developer's own config, vault or endpoints."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("VAULTMEM_"):
+            monkeypatch.delenv(name)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """A fresh copy of example-vault/ in a temp folder."""
+    target = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, target, ignore=shutil.ignore_patterns(".vaultmem"))
+    return target
+
+
+class Cli:
+    """Runs `vaultmem --vault VAULT ...` in-process and returns click's Result."""
+
+    def __init__(self, vault: Path) -> None:
+        self.vault = vault
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, ok: bool = True, input: str | None = None):  # noqa: ANN204
+        from vaultmem.cli import app
+
+        result = self.runner.invoke(app, ["--vault", str(self.vault), *args], input=input)
+        if ok and result.exit_code != 0:
+            raise AssertionError(
+                f"vaultmem {' '.join(args)} exited {result.exit_code}\n"
+                f"stdout: {result.stdout}\nstderr: {result.stderr}\n{result.exception!r}"
+            )
+        return result
+
+    def json_lines(self, *args: str) -> list[dict]:
+        """Run with --json and parse one object per line."""
+        out = self(*args, "--json").stdout
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def cli(vault: Path) -> Iterator[Cli]:
+    """A CLI runner bound to the temp vault."""
+    yield Cli(vault)
+
+
+def example_queries() -> list[dict]:
+    """The query → expected-note pairs over example-vault/."""
+    return [json.loads(x) for x in EXAMPLE_QUERIES.read_text("utf-8").splitlines() if x.strip()]

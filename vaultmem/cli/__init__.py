@@ -1,0 +1,103 @@
+"""The `vaultmem` command line: the only place that reads configuration, prints and exits.
+
+Every ``VaultmemError`` raised below a command becomes one line on stderr and its exit
+code (1, or 75 for a busy lock) at :class:`_Boundary`; usage errors exit 2 (click).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from vaultmem import __version__
+from vaultmem.errors import VaultmemError
+
+
+class _Boundary(TyperGroup):
+    """Turns domain errors into one line and an exit code, for every command."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except VaultmemError as exc:
+            typer.echo(f"vaultmem: error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("vaultmem: interrupted", err=True)
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            # `vaultmem search … | head` closing the pipe is not an error.
+            sys.stderr.close()
+            raise typer.Exit(0) from None
+
+
+app = typer.Typer(
+    cls=_Boundary,
+    name="vaultmem",
+    help=(
+        "Memory for AI agents and people, kept in an Obsidian markdown vault.\n\n"
+        "The vault is the only state: metadata lives in note frontmatter, and the "
+        "search indexes in <vault>/.vaultmem/ can be deleted and rebuilt at any time."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"vaultmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    vault: str = typer.Option(
+        None,
+        "--vault",
+        "-V",
+        help="Vault folder or named vault (else $VAULTMEM_VAULT, else searched upward).",
+        show_default=False,
+    ),
+    cache_dir: Path = typer.Option(
+        None, "--cache-dir", help="Keep the indexes here instead of <vault>/.vaultmem."
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version."
+    ),
+) -> None:
+    ctx.obj = {"vault": vault, "cache_dir": str(cache_dir) if cache_dir else None}
+
+
+def load_config(ctx: typer.Context, **overrides: Any) -> Any:
+    """Resolve the configuration once, from the environment, files and flags."""
+    from vaultmem import config
+
+    obj = ctx.find_root().obj or {}
+    flags = {"cache_dir": obj.get("cache_dir"), **overrides}
+    return config.load(
+        vault_flag=obj.get("vault"), env=dict(os.environ), cwd=Path.cwd(), overrides=flags
+    )
+
+
+def stdout_is_tty() -> bool:
+    """Whether to draw progress bars (never in cron or pipes)."""
+    return sys.stderr.isatty()
+
+
+# Command modules register themselves on `app` when imported.
+from vaultmem.cli import index_cmds, read_cmds  # noqa: E402,F401
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="vaultmem")

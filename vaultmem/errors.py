@@ -1,0 +1,47 @@
+"""The one error hierarchy of vaultmem.
+
+The CLI boundary turns every ``VaultmemError`` into a one-line message and an exit
+code (``exit_code``); nothing else in the package prints or exits.
+"""
+
+from __future__ import annotations
+
+
+class VaultmemError(Exception):
+    """Base of every error vaultmem reports to a user as one line."""
+
+    exit_code = 1
+
+
+class ConfigError(VaultmemError):
+    """Configuration or vault discovery failed (bad TOML, unknown vault name, bad value)."""
+
+
+class NoteError(VaultmemError):
+    """A note could not be read or parsed (malformed YAML, bad encoding)."""
+
+
+class NoteNotFound(VaultmemError):
+    """No note matches a path, title or alias."""
+
+
+class AmbiguousNote(VaultmemError):
+    """Several notes match a name; the message lists the candidates."""
+
+
+class ConflictError(VaultmemError):
+    """A note changed on disk while vaultmem was writing it and could not be re-applied."""
+
+
+class LockBusy(VaultmemError):
+    """Another process holds the vault's writer lock (exit 75, EX_TEMPFAIL, for cron)."""
+
+    exit_code = 75
+
+
+class IndexStateError(VaultmemError):
+    """The sidecar index is missing, corrupt or of another schema version."""
+
+
+class EndpointError(VaultmemError):
+    """An inference endpoint is unreachable or failed; the message names the URL, never the key."""

@@ -1,0 +1,349 @@
+"""The Whoosh BM25F index: a disposable mirror of the notes' text in ``.vaultmem/whoosh``.
+
+Queries are never handed to Whoosh's query parser: user text is run through the same
+analyzer as the documents and the query is built from the resulting terms, so no input
+(``foo:bar (``, ``AND``, a lone quote, an emoji) can raise a parser error.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from whoosh import index as windex
+from whoosh import query as q
+from whoosh import scoring
+from whoosh.analysis import STOP_WORDS, Analyzer, LowercaseFilter, RegexTokenizer
+from whoosh.codec.whoosh3 import W3Codec
+from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+from whoosh.lang.porter import stem
+from whoosh.query import Query
+from whoosh.system import pack_uint
+
+from vaultmem.errors import IndexStateError
+from vaultmem.markdown import expand_tag
+from vaultmem.note import Note
+from vaultmem.retrieval.hits import HIDDEN_STATUSES, Filters
+
+if TYPE_CHECKING:
+    from whoosh.index import Index
+
+# Bumped whenever the schema or analysis changes: the index is then rebuilt.
+SCHEMA_VERSION = 2
+DIR_NAME = "whoosh"
+
+# BM25F field weights: a term's frequency in the combined `text` field is the weighted
+# sum of its frequencies in each field, saturated once (true BM25F, not a sum of per-field
+# BM25 scores, which lets a short-field match swamp the body). Tuned on the man-page dev
+# split; see BENCHMARKS.md.
+FIELD_WEIGHTS: dict[str, float] = {
+    "title": 2.0,
+    "names": 2.0,
+    "headings": 1.0,
+    "tags": 1.5,
+    "body": 1.0,
+}
+BM25_K1 = 1.5
+BM25_B = 0.85
+# The last query word, when short, also matches as a prefix of titles ("postg" → postgres).
+PREFIX_MAX_LEN = 4
+PREFIX_WEIGHT = 0.3
+
+WORD_RE = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    """A raw BM25 hit with the stored fields the CLI shows."""
+
+    path: str
+    score: float
+    title: str
+    type: str
+    status: str
+
+
+_STOP_WORDS = frozenset(STOP_WORDS)
+
+
+@lru_cache(maxsize=500_000)
+def _stem(word: str) -> str:
+    return "" if word in _STOP_WORDS else str(stem(word))
+
+
+def analyse(text: str) -> list[str]:
+    """Lowercase ``\\w+`` words, English stop words dropped, Porter-stemmed.
+
+    One fused pass (regex + cached stems) instead of Whoosh's chained analyzer: indexing
+    spends most of its time here.
+    """
+    out = []
+    for word in WORD_RE.findall(text.lower()):
+        term = _stem(word)
+        if term:
+            out.append(term)
+    return out
+
+
+def query_terms(text: str) -> list[str]:
+    """The analysed, de-duplicated terms of a query (stop words kept if nothing else)."""
+    terms = analyse(text)
+    if not terms:
+        terms = [str(stem(w)) for w in WORD_RE.findall(text.lower())]
+    return list(dict.fromkeys(terms))
+
+
+def weighted_terms(fields: Mapping[str, str]) -> dict[str, float]:
+    """BM25F term weights of a document: Σ over fields of weight × term frequency."""
+    weights: dict[str, float] = {}
+    for name, text in fields.items():
+        w = FIELD_WEIGHTS[name]
+        for term in analyse(text):
+            weights[term] = weights.get(term, 0.0) + w
+    return weights
+
+
+class LexicalCodec(W3Codec):
+    """The W3 codec without per-posting length statistics.
+
+    Those statistics only feed block-max skipping, yet looking them up costs a third of
+    every commit; BM25 reads document lengths from the length column instead.
+    """
+
+    length_stats = False
+
+
+class WeightedText(TEXT):
+    """A TEXT field fed pre-analysed ``{term: weight}`` maps (BM25F weighted frequencies)."""
+
+    def index(self, value: Any, **kwargs: Any) -> Iterator[tuple[bytes, int, float, bytes]]:
+        """Postings of one document: (term, frequency, weight, encoded frequency)."""
+        if isinstance(value, str):
+            value = weighted_terms({"body": value})
+        for term, weight in value.items():
+            freq = max(1, round(weight))
+            yield term.encode("utf-8"), freq, float(weight), pack_uint(freq)
+
+
+def _schema() -> Schema:
+    return Schema(
+        path=ID(stored=True, unique=True),
+        text=WeightedText(phrase=False),
+        names=TEXT(analyzer=_names_analyzer(), phrase=False),
+        title=STORED(),
+        tagtree=KEYWORD(commas=True, lowercase=True),
+        folders=KEYWORD(commas=True),
+        type=ID(stored=True),
+        status=ID(stored=True),
+        created=ID(stored=True),
+        modified=NUMERIC(stored=True, numtype=float),
+        body_line=STORED(),
+    )
+
+
+@lru_cache(maxsize=1)
+def _names_analyzer() -> Analyzer:
+    return RegexTokenizer(r"\w+") | LowercaseFilter()
+
+
+def _document(note: Note) -> dict[str, Any]:
+    parts = PurePosixPath(note.path).parts[:-1]
+    folders = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    names = [*note.aliases]
+    if note.stem.lower() not in note.title.lower():
+        names.append(note.stem)
+    tagtree = sorted({t for tag in note.tags for t in expand_tag(tag)})
+    text = weighted_terms(
+        {
+            "title": note.title,
+            "names": "\n".join(names),
+            "headings": "\n".join(h.text for h in note.headings),
+            "tags": " ".join(t.replace("/", " ") for t in note.tags),
+            "body": note.body,
+        }
+    )
+    return {
+        "path": note.path,
+        "text": text,
+        "names": "\n".join([note.title, *names]),
+        "title": note.title,
+        "tagtree": ",".join(tagtree),
+        "folders": ",".join(folders),
+        "type": note.type,
+        "status": note.status,
+        "created": note.created or "",
+        "modified": note.mtime_ns / 1e9,
+        "body_line": note.body_start_line,
+    }
+
+
+class LexicalIndex:
+    """The Whoosh index of one vault. Writers must hold the vault lock."""
+
+    def __init__(self, index: Index, directory: Path) -> None:
+        self._ix = index
+        self.directory = directory
+
+    @classmethod
+    def open(cls, cache_dir: Path, *, create: bool = False) -> LexicalIndex:
+        """Open the index; with ``create`` make a new empty one when none exists.
+
+        A missing index without ``create`` is an IndexStateError telling the user to index.
+        """
+        directory = cache_dir / DIR_NAME
+        if windex.exists_in(str(directory)):
+            try:
+                return cls(windex.open_dir(str(directory)), directory)
+            except Exception as exc:  # whoosh raises many kinds on a damaged index
+                if not create:
+                    raise IndexStateError(
+                        f"{directory}: damaged index ({exc}); run `vaultmem index --rebuild`"
+                    ) from None
+        if not create:
+            raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True, exist_ok=True)
+        return cls(windex.create_in(str(directory), _schema()), directory)
+
+    @staticmethod
+    def destroy(cache_dir: Path) -> None:
+        """Delete the index files (``index --rebuild``)."""
+        shutil.rmtree(cache_dir / DIR_NAME, ignore_errors=True)
+
+    def doc_count(self) -> int:
+        """How many notes the index holds."""
+        return int(self._ix.doc_count())
+
+    def update(
+        self,
+        notes: Iterable[Note],
+        *,
+        remove: Sequence[str] = (),
+        fresh: bool = False,
+        on_note: Callable[[], None] | None = None,
+    ) -> None:
+        """Add or replace ``notes`` and drop the ``remove`` paths, in one commit.
+
+        ``fresh`` means the index was empty: plain adds skip Whoosh's per-document
+        delete-by-path, the costliest part of an update.
+        """
+        writer = self.writer()
+        try:
+            for path in remove:
+                writer.delete_by_term("path", path)
+            put = writer.add_document if fresh else writer.update_document
+            for note in notes:
+                put(**_document(note))
+                if on_note is not None:
+                    on_note()
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit()
+
+    @staticmethod
+    def write_segment(directory: Path, notes: Iterable[Note]) -> Any:
+        """Write ``notes`` as one new, unattached segment and return it (None if empty).
+
+        Runs in worker processes during a parallel build: each writes its own segment
+        without taking Whoosh's lock, and the parent attaches them all in one commit.
+        """
+        from whoosh.writing import SegmentWriter
+
+        writer = SegmentWriter(
+            windex.open_dir(str(directory)), _lk=False, limitmb=128, codec=LexicalCodec()
+        )
+        added = 0
+        for note in notes:
+            writer.add_document(**_document(note))
+            added += 1
+        if not added:
+            writer.cancel()
+            return None
+        return writer._finalize_segment()
+
+    def attach_segments(self, segments: Sequence[Any]) -> None:
+        """Make segments written by :meth:`write_segment` part of the index, atomically."""
+        writer = self.writer()
+        try:
+            writer._close_segment()
+            writer._commit_toc([*writer.segments, *segments])
+        finally:
+            writer._finish()
+
+    def writer(self) -> Any:
+        """A Whoosh segment writer with vaultmem's codec (caller holds the vault lock)."""
+        return self._ix.writer(limitmb=256, codec=LexicalCodec())
+
+    @contextmanager
+    def searcher(self) -> Iterator[Any]:
+        """A BM25F searcher over the current index (readers never block writers)."""
+        with self._ix.searcher(weighting=scoring.BM25F(B=BM25_B, K1=BM25_K1)) as s:
+            yield s
+
+    def search(self, text: str, *, limit: int, filters: Filters = Filters()) -> list[LexicalHit]:
+        """BM25F over title, aliases, headings, tags and body; any input string is safe."""
+        query = build_query(text)
+        if query is None:
+            return []
+        with self.searcher() as s:
+            results = s.search(query, limit=limit, filter=_filter(filters), mask=_mask(filters))
+            return [
+                LexicalHit(
+                    path=r["path"],
+                    score=float(r.score),
+                    title=r.get("title", ""),
+                    type=r.get("type", "note"),
+                    status=r.get("status", "active"),
+                )
+                for r in results
+            ]
+
+    def stored(self, path: str) -> dict[str, Any] | None:
+        """The stored fields of one note, or None."""
+        with self._ix.searcher() as s:
+            doc = s.document(path=path)
+            return dict(doc) if doc else None
+
+
+def build_query(text: str) -> Query | None:
+    """An OR of the query's terms over the BM25F text (None when the text has no terms).
+
+    A short last word (type-ahead, "postg") also matches title words by prefix.
+    """
+    terms = query_terms(text[:2000])
+    if not terms:
+        return None
+    clauses: list[Query] = [q.Term("text", term) for term in terms[:64]]
+    words = WORD_RE.findall(text[-200:].lower())
+    last = words[-1] if words else ""
+    if 2 <= len(last) <= PREFIX_MAX_LEN and PREFIX_WEIGHT > 0:
+        clauses.append(q.Prefix("names", last, boost=PREFIX_WEIGHT))
+    return q.Or(clauses)
+
+
+def _filter(filters: Filters) -> Query | None:
+    parts: list[Query] = []
+    if filters.folder:
+        parts.append(q.Term("folders", filters.folder.strip("/")))
+    if filters.tag:
+        parts.append(q.Term("tagtree", filters.tag.lstrip("#").lower()))
+    if filters.type:
+        parts.append(q.Term("type", filters.type.lower()))
+    if filters.status:
+        parts.append(q.Term("status", filters.status.lower()))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else q.And(parts)
+
+
+def _mask(filters: Filters) -> Query | None:
+    if filters.status:
+        return None
+    return q.Or([q.Term("status", s) for s in HIDDEN_STATUSES])

@@ -1,0 +1,123 @@
+"""The manifest: what the sidecar indexes hold, per note, so `index` only touches changes.
+
+It lives in the cache (``manifest.json``) and is saved last, atomically: a crash mid-index
+leaves the previous manifest, and the next run redoes the notes it did not record.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vaultmem.atomic import atomic_write
+from vaultmem.errors import IndexStateError
+from vaultmem.vault import FileStat
+
+SCHEMA = 1
+FILE_NAME = "manifest.json"
+
+
+@dataclass(frozen=True)
+class FragmentRef:
+    """Where a fragment of a note lies; its vector is keyed by ``hash``."""
+
+    hash: str
+    start_line: int
+    end_line: int
+    heading: str = ""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the indexes know about one note."""
+
+    mtime_ns: int
+    size: int
+    hash: str
+    title: str
+    aliases: tuple[str, ...] = ()
+    fragments: tuple[FragmentRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Every indexed note's entry, plus when the last index finished."""
+
+    entries: Mapping[str, Entry] = field(default_factory=dict)
+    last_index: str | None = None
+    lexical_schema: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an index run has to do, from comparing the walk with the manifest."""
+
+    new: tuple[FileStat, ...]
+    changed: tuple[FileStat, ...]  # stat differs: hash to see whether the content did
+    unchanged: tuple[FileStat, ...]
+    removed: tuple[str, ...]
+
+
+def load(cache_dir: Path) -> Manifest:
+    """The saved manifest, or an empty one (first run, or a cache wiped by hand)."""
+    path = cache_dir / FILE_NAME
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return Manifest()
+    except (OSError, ValueError) as exc:
+        raise IndexStateError(
+            f"{path}: unreadable manifest ({exc}); run `vaultmem index --rebuild`"
+        ) from None
+    if data.get("schema") != SCHEMA:
+        return Manifest()
+    entries = {path: _entry(raw) for path, raw in data.get("notes", {}).items()}
+    return Manifest(entries, data.get("last_index"), int(data.get("lexical_schema", 0)))
+
+
+def _entry(raw: Mapping[str, Any]) -> Entry:
+    return Entry(
+        mtime_ns=int(raw["mtime_ns"]),
+        size=int(raw["size"]),
+        hash=str(raw["hash"]),
+        title=str(raw.get("title", "")),
+        aliases=tuple(raw.get("aliases", ())),
+        fragments=tuple(FragmentRef(*f) for f in raw.get("fragments", ())),
+    )
+
+
+def save(cache_dir: Path, manifest: Manifest) -> None:
+    """Write the manifest atomically (sorted keys: stable, diffable when debugging)."""
+    notes = {}
+    for path in sorted(manifest.entries):
+        entry = asdict(manifest.entries[path])
+        entry["fragments"] = [list(f.values()) for f in entry["fragments"]]
+        notes[path] = entry
+    data = {
+        "schema": SCHEMA,
+        "last_index": manifest.last_index,
+        "lexical_schema": manifest.lexical_schema,
+        "notes": notes,
+    }
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(cache_dir / FILE_NAME, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+
+
+def plan(manifest: Manifest, files: Iterable[FileStat]) -> Plan:
+    """Compare the walk with the manifest using stat data only (no file is read here)."""
+    new, changed, unchanged = [], [], []
+    seen = set()
+    for f in files:
+        seen.add(f.path)
+        old = manifest.entries.get(f.path)
+        if old is None:
+            new.append(f)
+        elif old.mtime_ns == f.mtime_ns and old.size == f.size:
+            unchanged.append(f)
+        else:
+            changed.append(f)
+    removed = tuple(sorted(set(manifest.entries) - seen))
+    return Plan(tuple(new), tuple(changed), tuple(unchanged), removed)

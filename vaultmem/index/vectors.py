@@ -1,0 +1,522 @@
+"""A pure vector store over Chroma: ids (fragment content hashes) and vectors, nothing else.
+
+Vectors are keyed by the hex content hash of their fragment, so the same text always has
+the same id and a renamed note with unchanged content keeps its vectors. Which note owns
+which hashes is vaultmem's manifest's business, not this module's.
+
+One Chroma collection holds the vectors of one (embedding model, dimension) pair and its
+name is derived from both, so vectors of different models, or of one model truncated to
+different dimensions, never mix. The collection's metadata records the pair too; a
+collection whose record (or stored vector length, or metric) disagrees with what its
+name promises is refused with an ``IndexStateError`` rather than mixed into.
+
+``chromadb`` is imported lazily (inside methods) because importing it costs about a
+second and commands that never touch vectors must not pay for it. Embeddings are always
+passed explicitly and every collection is opened with ``embedding_function=None``:
+Chroma's default embedding function downloads a model at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
+
+import numpy as np
+
+from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.collection_configuration import CreateCollectionConfiguration
+    from chromadb.api.models.Collection import Collection
+
+__all__ = ["ChromaConfig", "Vector", "Vectors", "VectorStore", "collection_name"]
+
+Vector: TypeAlias = Sequence[float] | np.ndarray
+Vectors: TypeAlias = Sequence[Vector] | np.ndarray
+
+# Every vaultmem collection's name starts with this, so `models()` can tell ours apart
+# from whatever else lives on a shared Chroma server.
+_PREFIX = "vm-"
+_META_MODEL = "vaultmem_model"
+_META_DIM = "vaultmem_dim"
+
+# HNSW parameters chosen for recall over build speed: the vault is small next to what
+# HNSW is built for, and a missed fragment is worse than a few milliseconds. Measured
+# by benchmarks/bench_chroma_recall.py (recall@10 against brute force).
+_HNSW: dict[str, Any] = {
+    "space": "cosine",
+    "ef_construction": 200,
+    "ef_search": 200,
+    "max_neighbors": 32,
+}
+
+# A single Chroma request stays well below any server's body limit at this size even
+# for 3072-d vectors; the client's own max batch size caps it further.
+_MAX_CHUNK = 4096
+_HEARTBEAT_TIMEOUT_S = 10.0
+_REQUEST_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class ChromaConfig:
+    """Where vectors live: embedded on disk (``host`` None) or on a Chroma server."""
+
+    host: str | None = None
+    port: int = 8000
+    token: str | None = None
+    ssl: bool = False
+
+    def __repr__(self) -> str:
+        # The token must never reach logs or tracebacks through a repr.
+        token = "***" if self.token else None
+        return (
+            f"ChromaConfig(host={self.host!r}, port={self.port!r}, token={token!r}, "
+            f"ssl={self.ssl!r})"
+        )
+
+
+def collection_name(model_id: str, dimension: int) -> str:
+    """The Chroma collection name for one (model, dimension) pair.
+
+    Readable slug plus a hash of the exact model id: slugs of different ids can collide
+    ("BAAI/bge" and "baai-bge"), hashes practically cannot. The result satisfies
+    Chroma's rules (3-512 chars of [a-zA-Z0-9._-], alphanumeric at both ends, no "..").
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", model_id.lower()).strip("-")[:64].strip("-") or "model"
+    digest = hashlib.sha256(model_id.encode("utf-8")).hexdigest()[:10]
+    return f"{_PREFIX}{slug}-{dimension}d-{digest}"
+
+
+def _quiet_chromadb() -> None:
+    """Keep chromadb's loggers out of vaultmem's output unless a user configured them."""
+    for name in ("chromadb", "posthog", "httpx", "httpcore"):
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.ERROR)
+
+
+def _settings() -> Any:
+    """Chroma settings shared by every client vaultmem creates.
+
+    Embedded clients are cached by chromadb per path and a second client on the same path
+    with *different* settings is refused, so these must be the same every time.
+    """
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+class VectorStore:
+    """Vectors of one embedding model in one Chroma collection, keyed by fragment hash."""
+
+    def __init__(
+        self,
+        client: ClientAPI,
+        collection: Collection,
+        *,
+        model_id: str,
+        dimension: int,
+        where: str,
+        chroma: ChromaConfig,
+    ) -> None:
+        """Use :meth:`open`; this only wires already-validated parts together."""
+        self._client: ClientAPI | None = client
+        self._collection = collection
+        self.model_id = model_id
+        self.dimension = dimension
+        self.where = where
+        self._chroma = chroma
+        try:
+            batch = int(client.get_max_batch_size())
+        except Exception:  # an old server without the endpoint: fall back to a safe size
+            batch = 1000
+        self._batch = max(1, min(batch, _MAX_CHUNK))
+
+    # -- opening and closing ------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        cache_dir: Path,
+        model_id: str,
+        dimension: int,
+        chroma: ChromaConfig | None = None,
+    ) -> VectorStore:
+        """Open (creating if needed) the collection for ``model_id`` at ``dimension``.
+
+        Embedded under ``cache_dir/"chroma"`` unless ``chroma.host`` names a server.
+        Raises ``EndpointError`` when a server cannot be reached and ``IndexStateError``
+        when the collection exists but records another model, dimension or metric.
+        """
+        chroma = chroma or ChromaConfig()
+        if not model_id:
+            raise VaultmemError("embedding model id is empty")
+        if dimension <= 0:
+            raise VaultmemError(f"embedding dimension must be positive, got {dimension}")
+        _quiet_chromadb()
+        if chroma.host:
+            where = f"Chroma server {_hostport(chroma)}"
+            client = _http_client(chroma, where)
+        else:
+            path = (Path(cache_dir) / "chroma").resolve()
+            where = f"vector store {path}"
+            client = _persistent_client(path, where)
+        name = collection_name(model_id, dimension)
+        try:
+            with _translate(where, chroma, "opening collection " + name):
+                collection = client.get_or_create_collection(
+                    name,
+                    configuration=cast("CreateCollectionConfiguration", {"hnsw": dict(_HNSW)}),
+                    metadata={_META_MODEL: model_id, _META_DIM: dimension},
+                    embedding_function=None,
+                )
+            _check_collection(collection, model_id, dimension, where)
+        except BaseException:
+            _close_client(client)
+            raise
+        return cls(
+            client,
+            collection,
+            model_id=model_id,
+            dimension=dimension,
+            where=where,
+            chroma=chroma,
+        )
+
+    def close(self) -> None:
+        """Release the client; for an embedded store this frees chromadb's cached system.
+
+        chromadb shares one system per path within a process and stops it when its last
+        client closes, so a store opened again after ``close`` reads the files afresh.
+        """
+        client, self._client = self._client, None
+        if client is not None:
+            _close_client(client)
+
+    def __enter__(self) -> VectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading ------------------------------------------------------------------------
+
+    def count(self) -> int:
+        """Number of vectors stored for this model."""
+        with self._guard("counting vectors"):
+            return int(self._live().count())
+
+    def missing(self, ids: Iterable[str]) -> set[str]:
+        """The ids among ``ids`` that have no vector yet (what an embed sweep must do)."""
+        wanted = _unique(ids)
+        found: set[str] = set()
+        collection = self._live()
+        with self._guard("looking up vectors"):
+            for chunk in _chunks(wanted, self._batch):
+                got = collection.get(ids=chunk, include=[])
+                found.update(got["ids"])
+        return set(wanted) - found
+
+    def ids(self) -> set[str]:
+        """Every id stored for this model (for garbage collection against the manifest)."""
+        out: set[str] = set()
+        collection = self._live()
+        with self._guard("listing vectors"):
+            offset = 0
+            while True:
+                got = collection.get(include=[], limit=self._batch, offset=offset)
+                page = got["ids"]
+                out.update(page)
+                if len(page) < self._batch:
+                    return out
+                offset += len(page)
+
+    def query(self, embedding: Vector, k: int) -> list[tuple[str, float]]:
+        """The ``k`` nearest ids to ``embedding`` as (id, cosine similarity), best first."""
+        return self.query_many([embedding], k)[0]
+
+    def query_many(self, embeddings: Vectors, k: int) -> list[list[tuple[str, float]]]:
+        """:meth:`query` for several vectors at once, one result list per input, in order.
+
+        ``k`` above the number of stored vectors returns them all; an empty store gives
+        empty lists. Similarity is ``1 - cosine distance``, in [-1, 1].
+        """
+        matrix = self._matrix(embeddings)
+        if k <= 0 or len(matrix) == 0:
+            return [[] for _ in range(len(matrix))]
+        collection = self._live()
+        results: list[list[tuple[str, float]]] = []
+        with self._guard("querying vectors"):
+            for start in range(0, len(matrix), self._batch):
+                block = matrix[start : start + self._batch]
+                got = collection.query(
+                    query_embeddings=list(block), n_results=k, include=["distances"]
+                )
+                distances = got["distances"] or [[] for _ in got["ids"]]
+                for ids, dists in zip(got["ids"], distances, strict=True):
+                    # Clipped: float32 rounding gives a vector 1.0000001 with itself.
+                    pairs = [(i, _similarity(d)) for i, d in zip(ids, dists, strict=True)]
+                    # Chroma returns nearest first already; sorting again makes "best
+                    # first" a property of this module rather than of a Chroma version.
+                    pairs.sort(key=lambda p: p[1], reverse=True)
+                    results.append(pairs)
+        return results
+
+    def models(self) -> list[tuple[str, int, int]]:
+        """Every vaultmem collection in this Chroma: (model id, dimension, count), sorted."""
+        client = self._live_client()
+        out: list[tuple[str, int, int]] = []
+        with self._guard("listing collections"):
+            for collection in client.list_collections():
+                meta = collection.metadata or {}
+                model, dim = meta.get(_META_MODEL), meta.get(_META_DIM)
+                if not collection.name.startswith(_PREFIX) or not isinstance(model, str):
+                    continue
+                if not isinstance(dim, int):
+                    continue
+                out.append((model, dim, int(collection.count())))
+        return sorted(out)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def upsert(self, ids: Sequence[str], embeddings: Vectors) -> None:
+        """Store one vector per id, replacing any vector already stored under that id."""
+        matrix = self._matrix(embeddings)
+        if len(ids) != len(matrix):
+            raise VaultmemError(f"upsert got {len(ids)} ids but {len(matrix)} vectors")
+        # Ids are content hashes, so a repeated id carries the same text; Chroma refuses
+        # duplicates within one call, so keep the last of each.
+        last: dict[str, int] = {}
+        for row, id_ in enumerate(ids):
+            _check_id(id_)
+            last[id_] = row
+        keep_ids = list(last)
+        rows = np.fromiter(last.values(), dtype=np.int64, count=len(last))
+        matrix = matrix[rows]
+        collection = self._live()
+        with self._guard("storing vectors"):
+            for start in range(0, len(keep_ids), self._batch):
+                stop = start + self._batch
+                collection.upsert(ids=keep_ids[start:stop], embeddings=matrix[start:stop])
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove the vectors of ``ids``; ids that are not stored are ignored."""
+        wanted = _unique(ids)
+        collection = self._live()
+        with self._guard("deleting vectors"):
+            for chunk in _chunks(wanted, self._batch):
+                collection.delete(ids=chunk)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _live(self) -> Collection:
+        self._live_client()
+        return self._collection
+
+    def _live_client(self) -> ClientAPI:
+        if self._client is None:
+            raise IndexStateError(f"{self.where}: the vector store is closed")
+        return self._client
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        with _translate(self.where, self._chroma, action):
+            yield
+
+    def _matrix(self, embeddings: Vectors) -> np.ndarray:
+        """Validate vectors as a float32 (n, dimension) matrix before Chroma sees them.
+
+        Chroma would store a NaN or a zero vector and then answer with garbage (cosine
+        normalisation divides by the norm), and its dimension error names no model.
+        """
+        if isinstance(embeddings, np.ndarray):
+            matrix = embeddings.astype(np.float32, copy=False)
+        else:
+            rows = list(embeddings)
+            if not rows:
+                return np.zeros((0, self.dimension), dtype=np.float32)
+            lengths = {len(r) for r in rows}
+            if len(lengths) != 1:
+                raise IndexStateError(
+                    f"{self.where}: vectors of mixed lengths {sorted(lengths)} for model "
+                    f"{self.model_id!r} (dimension {self.dimension})"
+                )
+            matrix = np.asarray(rows, dtype=np.float32)
+        if matrix.ndim == 1 and matrix.size == 0:
+            matrix = matrix.reshape(0, self.dimension)
+        if matrix.ndim != 2:
+            raise VaultmemError(f"expected a list of vectors, got an array of shape {matrix.shape}")
+        if matrix.shape[0] and matrix.shape[1] != self.dimension:
+            raise IndexStateError(
+                f"{self.where}: got {matrix.shape[1]}-dimensional vectors for model "
+                f"{self.model_id!r}, whose collection holds {self.dimension}-dimensional ones; "
+                "the embedder's model or dimension changed without the configured model id"
+            )
+        if not np.isfinite(matrix).all():
+            raise VaultmemError("an embedding contains NaN or infinity")
+        if matrix.shape[0] and not (np.linalg.norm(matrix, axis=1) > 0).all():
+            raise VaultmemError("an embedding is the zero vector (cosine is undefined)")
+        return matrix
+
+
+# -- clients ----------------------------------------------------------------------------
+
+
+def _hostport(chroma: ChromaConfig) -> str:
+    host = chroma.host or ""
+    return f"[{host}]:{chroma.port}" if ":" in host else f"{host}:{chroma.port}"
+
+
+def _persistent_client(path: Path, where: str) -> ClientAPI:
+    """An embedded client on ``path`` (chromadb shares one system per path in a process)."""
+    import chromadb
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path), settings=_settings())
+    except Exception as exc:
+        raise IndexStateError(f"{where}: cannot open: {_describe(exc, None)}") from None
+
+
+def _http_client(chroma: ChromaConfig, where: str) -> ClientAPI:
+    """A client of a Chroma server, checked with a bounded heartbeat first.
+
+    chromadb's own HTTP session has no timeout at all, so an unreachable host would hang
+    a cron job; the heartbeat (10 s) fails fast with a clear message instead.
+    """
+    import chromadb
+    import httpx
+
+    headers: dict[str, str] = {}
+    if chroma.token:
+        # Chroma's token auth reads "Authorization: Bearer" by default; Chroma Cloud and
+        # servers configured for it read "X-Chroma-Token". Sending both serves either.
+        headers = {"Authorization": f"Bearer {chroma.token}", "X-Chroma-Token": chroma.token}
+    scheme = "https" if chroma.ssl else "http"
+    url = f"{scheme}://{_hostport(chroma)}/api/v2/heartbeat"
+    try:
+        response = httpx.get(url, headers=headers, timeout=_HEARTBEAT_TIMEOUT_S)
+    except Exception as exc:
+        raise EndpointError(f"{where} is unreachable: {_describe(exc, chroma.token)}") from None
+    if response.status_code in (401, 403):
+        raise EndpointError(f"{where} refused the token (HTTP {response.status_code})")
+    if response.status_code >= 400:
+        raise EndpointError(f"{where} heartbeat failed: HTTP {response.status_code}")
+    with _translate(where, chroma, "connecting"):
+        client = chromadb.HttpClient(
+            host=chroma.host or "localhost",
+            port=chroma.port,
+            ssl=chroma.ssl,
+            headers=dict(headers),
+            settings=_settings(),
+        )
+    # Bound every later request too (private attribute; skipped if chromadb changes).
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(_REQUEST_TIMEOUT_S, connect=_HEARTBEAT_TIMEOUT_S)
+    return client
+
+
+def _close_client(client: ClientAPI) -> None:
+    close = getattr(client, "close", None)
+    if callable(close):
+        # Closing must never mask the error that made us close.
+        with suppress(Exception):
+            close()
+
+
+def _check_collection(collection: Collection, model_id: str, dimension: int, where: str) -> None:
+    """Refuse a collection that records another model, dimension or distance metric."""
+    meta = collection.metadata or {}
+    got_model, got_dim = meta.get(_META_MODEL), meta.get(_META_DIM)
+    if got_model != model_id or got_dim != dimension:
+        raise IndexStateError(
+            f"{where}: collection {collection.name!r} records model {got_model!r} at "
+            f"dimension {got_dim!r}, not {model_id!r} at {dimension}; it was not written by "
+            "this vaultmem configuration (remove it or use another Chroma path/database)"
+        )
+    # Chroma learns a collection's dimension from its first vectors; trust it over our
+    # metadata if someone wrote other vectors into it.
+    stored_dim = getattr(getattr(collection, "_model", None), "dimension", None)
+    if isinstance(stored_dim, int) and stored_dim != dimension:
+        raise IndexStateError(
+            f"{where}: collection {collection.name!r} holds {stored_dim}-dimensional "
+            f"vectors but is recorded as {dimension}-dimensional for {model_id!r}; "
+            "rebuild the vectors (delete the collection and re-run embed)"
+        )
+    hnsw = (collection.configuration_json or {}).get("hnsw") or {}
+    space = hnsw.get("space")
+    if space is not None and space != "cosine":
+        raise IndexStateError(
+            f"{where}: collection {collection.name!r} uses {space!r} distance, not cosine"
+        )
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+@contextmanager
+def _translate(where: str, chroma: ChromaConfig, action: str) -> Iterator[None]:
+    """Turn chromadb/httpx failures into one-line vaultmem errors without the token.
+
+    ``from None`` drops the chained traceback: httpx exceptions carry the request, and
+    the request carries the auth header.
+    """
+    try:
+        yield
+    except VaultmemError:
+        raise
+    except Exception as exc:
+        cause = _describe(exc, chroma.token)
+        if chroma.host and not _is_not_found(exc):
+            raise EndpointError(f"{where}: {action} failed: {cause}") from None
+        raise IndexStateError(f"{where}: {action} failed: {cause}") from None
+
+
+def _is_not_found(exc: BaseException) -> bool:
+    return type(exc).__name__ == "NotFoundError"
+
+
+def _describe(exc: BaseException, token: str | None) -> str:
+    """``str(exc)``, falling back to its cause (chromadb wraps httpx errors in ValueError)."""
+    text = str(exc).strip()
+    inner = exc.__cause__ or exc.__context__
+    if inner is not None and str(inner).strip() and str(inner).strip() not in text:
+        text = f"{text} ({str(inner).strip()})" if text else str(inner).strip()
+    text = text or type(exc).__name__
+    text = " ".join(text.split())  # one line, whatever the server sent
+    if token:
+        text = text.replace(token, "***")
+    return text
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _check_id(id_: str) -> None:
+    if not isinstance(id_, str) or not id_:
+        raise VaultmemError(f"vector ids must be non-empty strings, got {id_!r}")
+
+
+def _unique(ids: Iterable[str]) -> list[str]:
+    """Ids in first-seen order without repeats (Chroma rejects duplicates in one call)."""
+    out = list(dict.fromkeys(ids))
+    for id_ in out:
+        _check_id(id_)
+    return out
+
+
+def _similarity(distance: float) -> float:
+    return min(1.0, max(-1.0, 1.0 - float(distance)))
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])

@@ -1,0 +1,142 @@
+"""A note: one markdown file of the vault, parsed into what the indexes and commands need."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from vaultmem.errors import NoteError
+from vaultmem.frontmatter import parse_meta
+from vaultmem.markdown import Heading, WikiLink, normalise_tag, outline
+
+
+@dataclass(frozen=True)
+class Note:
+    """A parsed note. ``path`` is its identity: vault-relative, POSIX style."""
+
+    path: str
+    title: str
+    meta: Mapping[str, Any]
+    body: str
+    body_start_line: int
+    headings: tuple[Heading, ...]
+    tags: tuple[str, ...]
+    aliases: tuple[str, ...]
+    links: tuple[WikiLink, ...]
+    content_hash: str
+    mtime_ns: int
+    size: int
+
+    @property
+    def stem(self) -> str:
+        """The file name without ``.md`` (what a ``[[link]]`` names)."""
+        return PurePosixPath(self.path).stem
+
+    @property
+    def folder(self) -> str:
+        """The vault-relative folder, ``""`` at the root."""
+        parent = str(PurePosixPath(self.path).parent)
+        return "" if parent == "." else parent
+
+    @property
+    def type(self) -> str:
+        """The memory type (``note`` when unset)."""
+        value = self.meta.get("type")
+        return str(value).strip().lower() if value else "note"
+
+    @property
+    def status(self) -> str:
+        """The lifecycle status (``active`` when unset)."""
+        value = self.meta.get("status")
+        return str(value).strip().lower() if value else "active"
+
+    @property
+    def created(self) -> str | None:
+        """The ``created`` value as ISO 8601 text, if any."""
+        return iso(self.meta.get("created"))
+
+
+def iso(value: Any) -> str | None:
+    """A frontmatter date, datetime or string as ISO 8601 text (None when absent)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
+
+
+def content_hash(raw: bytes) -> str:
+    """The hash that identifies a note's content (manifest, change detection)."""
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _string_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        # Obsidian accepts "a, b" and "a b" for tags; commas are the safe split.
+        parts = value.split(",") if "," in value else value.split()
+        return [p.strip() for p in parts if p.strip()]
+    if isinstance(value, list | tuple):
+        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    return [str(value)]
+
+
+def _first_h1(headings: tuple[Heading, ...]) -> str | None:
+    for heading in headings:
+        if heading.level == 1 and heading.text:
+            return heading.text
+    return None
+
+
+def parse_note(path: str, raw: bytes, *, mtime_ns: int = 0, size: int | None = None) -> Note:
+    """Parse a note's bytes. Raises NoteError (naming ``path`` and the line) when it can't.
+
+    Example:
+        >>> parse_note("a/B.md", b"---\\ntags: [x]\\n---\\n# Hello\\n").title
+        'Hello'
+    """
+    meta, parts = parse_meta(raw, path)
+    try:
+        body = parts.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NoteError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+    shape = outline(body)
+    tags = dict.fromkeys(normalise_tag(t) for t in _string_list(meta.get("tags")))
+    tags.update(dict.fromkeys(shape.tags))
+    tags.pop("", None)
+    aliases = tuple(_string_list(meta.get("aliases") or meta.get("alias")))
+    title = meta.get("title")
+    title_text = str(title).strip() if title not in (None, "") else None
+    return Note(
+        path=path,
+        title=title_text or _first_h1(shape.headings) or PurePosixPath(path).stem,
+        meta=meta,
+        body=body,
+        body_start_line=parts.body_line,
+        headings=shape.headings,
+        tags=tuple(tags),
+        aliases=aliases,
+        links=shape.links,
+        content_hash=content_hash(raw),
+        mtime_ns=mtime_ns,
+        size=len(raw) if size is None else size,
+    )
+
+
+def read_note(root: Path, path: str) -> Note:
+    """Read and parse the note at vault-relative ``path`` under ``root``."""
+    full = root / path
+    try:
+        raw = full.read_bytes()
+        st = os.stat(full)
+    except FileNotFoundError:
+        raise NoteError(f"{path}: no such note") from None
+    except OSError as exc:
+        raise NoteError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size)

@@ -1,0 +1,60 @@
+"""The best matching line of a note for a query: what a hit shows, with its line number."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vaultmem.index.lexical import analyse
+
+MAX_SNIPPET = 200
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """One line of a note (1-based file line number) trimmed around its first match."""
+
+    text: str
+    line: int
+
+
+def _trim(line: str, needles: Sequence[str]) -> str:
+    line = " ".join(line.split())
+    if len(line) <= MAX_SNIPPET:
+        return line
+    lower = line.lower()
+    hits = [lower.find(n) for n in needles if lower.find(n) >= 0]
+    start = max(0, min(hits) - MAX_SNIPPET // 4) if hits else 0
+    end = start + MAX_SNIPPET
+    text = line[start:end].strip()
+    return ("…" if start > 0 else "") + text + ("…" if end < len(line) else "")
+
+
+def best_line(lines: Sequence[str], terms: Sequence[str], *, first_line: int = 1) -> Snippet:
+    """Pick the line (from ``first_line`` on) matching the most distinct query ``terms``.
+
+    ``terms`` are analysed (stemmed) query terms; ties go to the earliest line, and a note
+    with no matching line shows its first non-blank line.
+    """
+    wanted = set(terms)
+    # A cheap substring test on each stem's head skips most lines before analysis.
+    heads = [t[:4] for t in wanted if t]
+    best: tuple[int, int] | None = None
+    fallback: int | None = None
+    for number in range(max(first_line, 1), len(lines) + 1):
+        raw = lines[number - 1]
+        if not raw.strip():
+            continue
+        if fallback is None and raw.strip() not in ("---",):
+            fallback = number
+        lower = raw.lower()
+        if not any(h in lower for h in heads):
+            continue
+        found = set(analyse(raw)) & wanted
+        if found and (best is None or len(found) > best[0]):
+            best = (len(found), number)
+            if len(found) == len(wanted):
+                break
+    number = best[1] if best else (fallback or max(first_line, 1))
+    text = lines[number - 1] if 0 < number <= len(lines) else ""
+    return Snippet(_trim(text.rstrip("\r"), heads), number)

@@ -1,0 +1,686 @@
+"""Every memory formula of SPEC §5, as pure functions.
+
+Nothing here reads the clock, the disk or the config: every time-dependent function
+takes ``now`` (and the note's ``created`` / ``last_used`` / ``mtime``) as arguments, so
+callers and tests decide what "now" is. Thresholds are module constants with the spec's
+values; functions take them as keyword arguments where a config may override them.
+
+Time handling: datetimes may be naive or aware (YAML gives both, ``os.stat`` gives
+POSIX seconds). Every datetime is normalised by :func:`to_utc` before arithmetic;
+a naive datetime is taken to be UTC and a bare ``date`` means midnight UTC, so mixing
+kinds never raises ``TypeError``. Timestamps in the future (clock skew, a synced vault)
+count as "now": elapsed time is never negative.
+
+Origins: the effective half-life and recency come from ClawMem, the decay score,
+promotion/forget thresholds, danger zone and cross-domain boost from CortexGraph, the
+half-lives by type from ClawMem's table (SPEC §4).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+__all__ = [
+    "BETA",
+    "CROSS_DOMAIN_BOOST",
+    "CROSS_DOMAIN_JACCARD",
+    "DANGER_ZONE",
+    "DEFAULT_TYPE",
+    "DURABLE_TYPES",
+    "FORGET_THRESHOLD",
+    "MAX_HALF_LIFE_STRETCH",
+    "MAX_STRENGTH",
+    "MIN_STRENGTH",
+    "NOTE_TYPES",
+    "PROMOTE_THRESHOLD",
+    "PROMOTE_USE_COUNT",
+    "PROMOTE_WINDOW",
+    "MemoryState",
+    "Quality",
+    "Reinforcement",
+    "clamp_strength",
+    "cross_domain_strength",
+    "decay_score",
+    "decay_value",
+    "default_half_life",
+    "effective_half_life",
+    "elapsed",
+    "format_half_life",
+    "is_cross_domain",
+    "is_durable",
+    "jaccard",
+    "memory_state",
+    "normalize_tags",
+    "parse_half_life",
+    "promotion_reason",
+    "quality",
+    "quality_breakdown",
+    "recency",
+    "recency_value",
+    "reinforce",
+    "review_priority",
+    "should_forget",
+    "should_promote",
+    "to_utc",
+]
+
+# --- constants (SPEC §4, §5) ---------------------------------------------------------
+
+BETA = 0.6  # CortexGraph's use-count exponent: sub-linear reward for repetition
+MAX_HALF_LIFE_STRETCH = 3.0  # ClawMem: frequent use stretches a half-life at most 3x
+PROMOTE_THRESHOLD = 0.65
+PROMOTE_USE_COUNT = 5
+PROMOTE_WINDOW = timedelta(days=14)
+FORGET_THRESHOLD = 0.05
+DANGER_ZONE = (0.15, 0.35)
+CROSS_DOMAIN_JACCARD = 0.3  # below this tag overlap a use counts as cross-domain
+CROSS_DOMAIN_BOOST = 0.1
+MIN_STRENGTH = 1.0
+MAX_STRENGTH = 2.0
+
+DEFAULT_TYPE = "note"
+_DEFAULT_HALF_LIVES: dict[str, timedelta | None] = {
+    "decision": None,
+    "hub": None,
+    "antipattern": None,
+    "preference": None,
+    "project": timedelta(days=120),
+    "research": timedelta(days=90),
+    "note": timedelta(days=60),
+    "progress": timedelta(days=45),
+    "handoff": timedelta(days=30),
+    "observation": timedelta(days=14),
+}
+NOTE_TYPES: tuple[str, ...] = tuple(_DEFAULT_HALF_LIVES)
+# Durable = never-decaying by type; such notes are never garbage-collected, whatever
+# half-life their frontmatter happens to carry (e.g. a short-term one from `remember`).
+DURABLE_TYPES: frozenset[str] = frozenset(t for t, h in _DEFAULT_HALF_LIVES.items() if h is None)
+
+
+# --- time ----------------------------------------------------------------------------
+
+
+def to_utc(value: date | datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime.
+
+    Naive datetimes are taken to be UTC; a ``date`` is midnight UTC of that day. This is
+    the single place where kinds of time are reconciled, so no formula ever subtracts a
+    naive datetime from an aware one.
+    """
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+    return datetime(value.year, value.month, value.day, tzinfo=UTC)
+
+
+def elapsed(
+    now: datetime,
+    *,
+    last_used: datetime | None = None,
+    created: datetime | None = None,
+    mtime: datetime | None = None,
+) -> timedelta:
+    """``Δt = now − max(last_used, created, mtime)``, never negative.
+
+    Missing timestamps are ignored; with none at all the note counts as just seen
+    (``Δt = 0``), matching the spec's "created: first seen" default. A timestamp after
+    ``now`` gives 0 rather than a negative age, so recency stays within (0, 1].
+    """
+    anchors = [to_utc(t) for t in (last_used, created, mtime) if t is not None]
+    if not anchors:
+        return timedelta(0)
+    return max(to_utc(now) - max(anchors), timedelta(0))
+
+
+# --- half-lives ----------------------------------------------------------------------
+
+_UNIT_SECONDS = {
+    "m": 60.0,
+    "min": 60.0,
+    "mins": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+    "hrs": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+    "d": 86400.0,
+    "day": 86400.0,
+    "days": 86400.0,
+    "w": 604800.0,
+    "wk": 604800.0,
+    "week": 604800.0,
+    "weeks": 604800.0,
+}
+_NEVER = frozenset({"never", "inf", "infinity", "∞"})
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+_HALF_LIFE_HELP = (
+    "expected a positive number of days, or a number with a unit "
+    "d/h/m/w (e.g. 30d, 12h, 90m, 2w), or 'never'"
+)
+
+
+def parse_half_life(value: str | int | float | timedelta) -> timedelta | None:
+    """Parse a frontmatter half-life: ``30d``, ``12h``, ``90m``, ``2w``, ``never``.
+
+    Bare numbers (``30``, ``1.5``, ``"45"``) are days. Units are case-insensitive and may
+    be spelled out (``3 days``, ``12 hours``). ``never`` (also ``inf``/``∞``) returns
+    ``None``: no decay. A ``timedelta`` passes through (validated).
+
+    Raises ``ValueError`` naming the bad value for anything else, including zero or
+    negative durations (a zero half-life would divide by zero in λ = ln 2 / h) and
+    booleans (YAML ``half_life: yes`` is a mistake, not one day).
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"invalid half-life {value!r}: {_HALF_LIFE_HELP}")
+    if isinstance(value, timedelta):
+        if value <= timedelta(0):
+            raise ValueError(f"invalid half-life {value!r}: must be positive")
+        return value
+    if isinstance(value, int | float):
+        if math.isinf(value) and value > 0:
+            return None
+        if math.isnan(value) or value <= 0:
+            raise ValueError(f"invalid half-life {value!r}: {_HALF_LIFE_HELP}")
+        try:
+            return timedelta(days=value)
+        except OverflowError:
+            raise ValueError(f"invalid half-life {value!r}: too large") from None
+    if not isinstance(value, str):
+        raise ValueError(f"invalid half-life {value!r}: {_HALF_LIFE_HELP}")
+    text = value.strip().lower()
+    if text in _NEVER:
+        return None
+    match = _DURATION_RE.match(text)
+    if match is None:
+        raise ValueError(f"invalid half-life {value!r}: {_HALF_LIFE_HELP}")
+    number, unit = float(match.group(1)), match.group(2)
+    seconds = _UNIT_SECONDS["d"] if unit == "" else _UNIT_SECONDS.get(unit)
+    if seconds is None:
+        raise ValueError(f"invalid half-life {value!r}: unknown unit {unit!r}; {_HALF_LIFE_HELP}")
+    if number <= 0:
+        raise ValueError(f"invalid half-life {value!r}: must be positive")
+    try:
+        return timedelta(seconds=number * seconds)
+    except OverflowError:
+        raise ValueError(f"invalid half-life {value!r}: too large") from None
+
+
+def format_half_life(half_life: timedelta | None) -> str:
+    """The shortest exact spelling of a half-life for frontmatter: ``3d``, ``12h``, ``never``.
+
+    Inverse of :func:`parse_half_life` on whole weeks/days/hours/minutes, so a write-back
+    round-trips without a diff; other durations fall back to fractional days.
+    """
+    if half_life is None:
+        return "never"
+    seconds = half_life.total_seconds()
+    # Days before weeks: the spec's own table speaks in days (14d, not 2w).
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds / 86400:g}d"
+
+
+def default_half_life(note_type: str | None) -> timedelta | None:
+    """Half-life by type (SPEC §4); ``None`` means never decays.
+
+    decision, hub, antipattern, preference: never; project 120d; research 90d; note 60d;
+    progress 45d; handoff 30d; observation 14d. Unknown or missing types get note's 60d
+    (a typo in ``type:`` must not make a note immortal).
+    """
+    key = (note_type or DEFAULT_TYPE).strip().lower()
+    return _DEFAULT_HALF_LIVES.get(key, _DEFAULT_HALF_LIVES[DEFAULT_TYPE])
+
+
+def is_durable(note_type: str | None) -> bool:
+    """True for the never-decaying types (decision, hub, antipattern, preference)."""
+    return (note_type or DEFAULT_TYPE).strip().lower() in DURABLE_TYPES
+
+
+def effective_half_life(half_life: timedelta | None, use_count: int) -> timedelta | None:
+    """ClawMem's stretch: ``h_eff = h · min(3, 1 + 0.5·ln(1 + use_count))``.
+
+    Frequent use stretches the half-life, at most 3x (reached at use_count ≈ 54).
+    ``None`` (never) stays ``None``. Negative counts (a hand-edited frontmatter) count
+    as 0 so the logarithm is always defined.
+    """
+    if half_life is None:
+        return None
+    factor = min(MAX_HALF_LIFE_STRETCH, 1.0 + 0.5 * math.log1p(max(use_count, 0)))
+    return half_life * factor
+
+
+# --- the note's memory state -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """What the formulas need to know about one note, already parsed and resolved.
+
+    ``half_life`` is the resolved half-life (frontmatter value, else the type's default);
+    ``None`` means never decays. Use :func:`memory_state` to build one from raw values.
+    """
+
+    type: str = DEFAULT_TYPE
+    half_life: timedelta | None = _DEFAULT_HALF_LIVES[DEFAULT_TYPE]
+    use_count: int = 0
+    strength: float = 1.0
+    pinned: bool = False
+    created: datetime | None = None
+    last_used: datetime | None = None
+    mtime: datetime | None = None
+
+    def age(self, now: datetime) -> timedelta:
+        """Δt of the recency and decay formulas, see :func:`elapsed`."""
+        return elapsed(now, last_used=self.last_used, created=self.created, mtime=self.mtime)
+
+
+def memory_state(
+    *,
+    type: str | None = None,
+    half_life: str | int | float | timedelta | None = None,
+    use_count: int = 0,
+    strength: float = 1.0,
+    pinned: bool = False,
+    created: date | datetime | None = None,
+    last_used: date | datetime | None = None,
+    mtime: date | datetime | None = None,
+) -> MemoryState:
+    """Build a :class:`MemoryState`, resolving an absent half-life from the type.
+
+    Here ``half_life=None`` means *absent* (use the type's default); write ``"never"``
+    for no decay. Raises ``ValueError`` for an unparsable half-life.
+    """
+    note_type = (type or DEFAULT_TYPE).strip().lower() or DEFAULT_TYPE
+    resolved = default_half_life(note_type) if half_life is None else parse_half_life(half_life)
+    return MemoryState(
+        type=note_type,
+        half_life=resolved,
+        use_count=use_count,
+        strength=strength,
+        pinned=pinned,
+        created=None if created is None else to_utc(created),
+        last_used=None if last_used is None else to_utc(last_used),
+        mtime=None if mtime is None else to_utc(mtime),
+    )
+
+
+def clamp_strength(strength: float) -> float:
+    """Strength lives in [1.0, 2.0] (CortexGraph); out-of-range or NaN input is clamped.
+
+    A hand-edited ``strength: 50`` must not let one note dominate every score.
+    """
+    if math.isnan(strength):
+        return MIN_STRENGTH
+    return min(MAX_STRENGTH, max(MIN_STRENGTH, strength))
+
+
+# --- recency and decay -----------------------------------------------------------------
+
+
+def recency_value(delta: timedelta, half_life_eff: timedelta | None) -> float:
+    """``2^(−Δt / h_eff)``; 1.0 when the half-life is never. Result in (0, 1].
+
+    Computed as ``exp2`` of a non-positive exponent, so it underflows towards 0 for
+    enormous ages but is clamped to the smallest positive float to stay in (0, 1].
+    """
+    if half_life_eff is None:
+        return 1.0
+    ratio = max(delta, timedelta(0)) / half_life_eff
+    return max(2.0 ** (-ratio), math.ulp(0.0))
+
+
+def recency(state: MemoryState, now: datetime) -> float:
+    """Recency prior of SPEC §5: ``2^(−Δt / h_eff)`` with ClawMem's stretched half-life.
+
+    ``Δt = now − max(last_used, created, mtime)``; ``h_eff`` from
+    :func:`effective_half_life`. Notes that never decay score 1.0.
+    """
+    return recency_value(state.age(now), effective_half_life(state.half_life, state.use_count))
+
+
+def decay_value(
+    delta: timedelta,
+    half_life: timedelta | None,
+    use_count: int,
+    strength: float,
+    *,
+    beta: float = BETA,
+    stretch_half_life: bool = False,
+) -> float:
+    """CortexGraph's score ``s = max(use_count, 1)^β · e^(−λΔt) · strength``, ``λ = ln 2 / h``.
+
+    Which half-life sets λ: the plain one, ``h`` (default). SPEC §5 writes
+    ``λ = ln 2 / h_eff``, but its own worked example — "a 3-day half-life note unused for
+    3 days with use_count 1 and strength 1 scores 0.5" — only holds with ``h``: with
+    ``h_eff`` it is ``e^(−ln 2 · 3/4.04) = 0.598``. We keep both formulas as written and
+    give each to the system it came from: ClawMem's stretch shapes the *recency* prior
+    (:func:`recency`), while CortexGraph's score keeps CortexGraph's λ, exactly as its
+    seed defines it ("λ = ln(2) / halflife; a memory's score will drop to 50% of its
+    current value after 3 days without access" — true for every use_count this way).
+    It also avoids rewarding use twice: the score already grows with ``use_count^β``;
+    stretching λ too would make a note touched ten times practically immortal to gc.
+    ``stretch_half_life=True`` gives the literal ``h_eff`` reading, for comparison.
+
+    ``never`` half-lives give ``e^0 = 1``, so ``s = max(use_count,1)^β · strength``.
+    """
+    h = effective_half_life(half_life, use_count) if stretch_half_life else half_life
+    base = max(use_count, 1) ** beta * clamp_strength(strength)
+    if h is None:
+        return base
+    lam_dt = math.log(2.0) * (max(delta, timedelta(0)) / h)
+    return base * math.exp(-lam_dt)
+
+
+def decay_score(state: MemoryState, now: datetime, *, stretch_half_life: bool = False) -> float:
+    """The note's decay score ``s`` at ``now`` (see :func:`decay_value` for the formula).
+
+    Δt is measured from the latest of last_used, created and mtime, like recency: an
+    edit by hand is a use of the note, and a note is never older than its last touch.
+    """
+    return decay_value(
+        state.age(now),
+        state.half_life,
+        state.use_count,
+        state.strength,
+        stretch_half_life=stretch_half_life,
+    )
+
+
+# --- lifecycle tests -------------------------------------------------------------------
+
+
+def promotion_reason(
+    state: MemoryState,
+    now: datetime,
+    *,
+    threshold: float = PROMOTE_THRESHOLD,
+    use_count: int = PROMOTE_USE_COUNT,
+    window: timedelta = PROMOTE_WINDOW,
+) -> str | None:
+    """Why ``state`` should be promoted at ``now``, or ``None`` if it should not.
+
+    Promote when ``s ≥ 0.65`` (score), or when ``use_count ≥ 5`` within 14 days of
+    ``created`` (usage). The usage rule holds if the note is still inside its window
+    (``now − created ≤ 14 d``, CortexGraph's check), or if its last use was (then every
+    counted use happened inside the window, even if `promote` runs later). Without
+    ``created`` only the score rule applies.
+
+    Note: a fresh note (Δt = 0, use_count 0, strength 1) scores exactly 1.0 and so passes
+    the score rule; choosing which notes are candidates at all (status, folder, minimum
+    age) is the caller's business.
+    """
+    score = decay_score(state, now)
+    if score >= threshold:
+        return f"score {score:.3f} >= {threshold:g}"
+    if state.use_count >= use_count and state.created is not None:
+        created = to_utc(state.created)
+        in_window = to_utc(now) - created <= window
+        used_in_window = state.last_used is not None and to_utc(state.last_used) - created <= window
+        if in_window or used_in_window:
+            days = window.total_seconds() / 86400
+            return f"use_count {state.use_count} >= {use_count} within {days:g} days of creation"
+    return None
+
+
+def should_promote(state: MemoryState, now: datetime) -> bool:
+    """True when :func:`promotion_reason` gives a reason."""
+    return promotion_reason(state, now) is not None
+
+
+def should_forget(
+    state: MemoryState, now: datetime, *, threshold: float = FORGET_THRESHOLD
+) -> bool:
+    """gc test: ``s < 0.05``, not pinned, and the type is not durable.
+
+    Durable types (decision, hub, antipattern, preference) are never forgotten, even if
+    their frontmatter carries a finite half-life; pinned notes neither.
+    """
+    if state.pinned or is_durable(state.type):
+        return False
+    return decay_score(state, now) < threshold
+
+
+def review_priority(score: float, *, zone: tuple[float, float] = DANGER_ZONE) -> float:
+    """Natural spaced repetition: priority of a note whose decay score is ``score``.
+
+    Inside the danger zone ``[lo, hi]`` (default [0.15, 0.35]): ``x = (s − lo)/(hi − lo)``,
+    ``p = 1 − 4(x − 0.5)²`` — 0 at the edges, 1 at the midpoint 0.25. Outside: 0.
+    """
+    lo, hi = zone
+    if math.isnan(score) or score < lo or score > hi:
+        return 0.0
+    x = (score - lo) / (hi - lo)
+    return min(1.0, max(0.0, 1.0 - 4.0 * (x - 0.5) ** 2))
+
+
+# --- cross-domain use -----------------------------------------------------------------
+
+
+def normalize_tags(tags: Iterable[str] | str | None) -> frozenset[str]:
+    """Tags as Obsidian compares them: no leading ``#``, lower-cased, blanks dropped.
+
+    A single string is one tag (YAML ``tags: foo``), not a set of characters.
+    """
+    if tags is None:
+        return frozenset()
+    if isinstance(tags, str):
+        tags = [tags]
+    out = set()
+    for tag in tags:
+        # Same rule as vaultmem.markdown.normalise_tag, so inline and frontmatter tags meet.
+        norm = str(tag).strip().lstrip("#").strip().lower()
+        if norm:
+            out.add(norm)
+    return frozenset(out)
+
+
+def jaccard(a: Iterable[str] | str | None, b: Iterable[str] | str | None) -> float:
+    """``|A ∩ B| / |A ∪ B|`` of normalised tag sets; 0.0 when both are empty."""
+    sa, sb = normalize_tags(a), normalize_tags(b)
+    union = sa | sb
+    if not union:
+        return 0.0
+    return len(sa & sb) / len(union)
+
+
+def is_cross_domain(
+    note_tags: Iterable[str] | str | None,
+    context_tags: Iterable[str] | str | None,
+    *,
+    threshold: float = CROSS_DOMAIN_JACCARD,
+) -> bool:
+    """CortexGraph: a use is cross-domain when tag Jaccard < 0.3.
+
+    With no tags on either side there is nothing to compare, so it is not cross-domain
+    (as in CortexGraph) — otherwise every untagged note would gain strength on each use.
+    """
+    if not normalize_tags(note_tags) or not normalize_tags(context_tags):
+        return False
+    return jaccard(note_tags, context_tags) < threshold
+
+
+def cross_domain_strength(
+    strength: float,
+    note_tags: Iterable[str] | str | None,
+    context_tags: Iterable[str] | str | None,
+    *,
+    boost: float = CROSS_DOMAIN_BOOST,
+) -> float:
+    """``strength + 0.1`` (capped at 2.0) for a cross-domain use, else ``strength``."""
+    if is_cross_domain(note_tags, context_tags):
+        return min(MAX_STRENGTH, clamp_strength(strength) + boost)
+    return strength
+
+
+@dataclass(frozen=True)
+class Reinforcement:
+    """New values of the usage keys after one reinforcement (``touch``/``observe``)."""
+
+    use_count: int
+    review_count: int
+    cross_domain_count: int
+    strength: float
+    last_used: datetime
+    last_review: datetime
+    cross_domain: bool
+
+
+def reinforce(
+    *,
+    now: datetime,
+    use_count: int = 0,
+    review_count: int = 0,
+    cross_domain_count: int = 0,
+    strength: float = 1.0,
+    note_tags: Iterable[str] | str | None = None,
+    context_tags: Iterable[str] | str | None = None,
+    strength_boost: float = 0.0,
+) -> Reinforcement:
+    """SPEC §5 reinforce: ``last_used = last_review = now``, ``use_count += 1``,
+    ``review_count += 1``, optional ``strength += strength_boost``; a cross-domain use
+    (see :func:`is_cross_domain`) adds 0.1 more and ``cross_domain_count += 1``.
+    Strength stays within [1.0, 2.0].
+    """
+    cross = is_cross_domain(note_tags, context_tags)
+    new_strength = clamp_strength(strength) + max(strength_boost, 0.0)
+    if cross:
+        new_strength += CROSS_DOMAIN_BOOST
+    at = to_utc(now)
+    return Reinforcement(
+        use_count=max(use_count, 0) + 1,
+        review_count=max(review_count, 0) + 1,
+        cross_domain_count=max(cross_domain_count, 0) + (1 if cross else 0),
+        strength=min(MAX_STRENGTH, new_strength),
+        last_used=at,
+        last_review=at,
+        cross_domain=cross,
+    )
+
+
+# --- quality ---------------------------------------------------------------------------
+
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+_LIST_RE = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
+_DECISION_RE = re.compile(
+    r"\b(decided|decide|decision|chose|chosen|choose|agreed|we will|we'll|going with|"
+    r"opted|rationale|trade-?offs?|because|in favou?r of|settled on)\b",
+    re.IGNORECASE,
+)
+_CORRECTION_RE = re.compile(
+    r"\b(actually|correction|corrected|wrong|mistaken?|incorrect|fixed|instead|"
+    r"don't|do not|never|avoid|should not|shouldn't|turns out|gotcha|pitfall|"
+    r"regression|root cause|workaround)\b",
+    re.IGNORECASE,
+)
+_RICH_KEYS = (
+    "title",
+    "tags",
+    "aliases",
+    "type",
+    "created",
+    "source",
+    "description",
+    "summary",
+    "confidence",
+)
+_LINK_KEYS = (
+    "supersedes",
+    "superseded_by",
+    "related",
+    "refines",
+    "duplicate_of",
+    "caused_by",
+    "contradicts",
+    "promoted_from",
+)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """The parts of a note's quality score, each in [0, 1], and their weighted total."""
+
+    length: float
+    structure: float
+    signal: float
+    frontmatter: float
+    score: float
+
+
+def _filled(value: Any) -> bool:
+    """A frontmatter value that says something (not None, '', [], {})."""
+    if value is None:
+        return False
+    if isinstance(value, str | list | tuple | dict | set):
+        return len(value) > 0
+    return True
+
+
+def quality_breakdown(body: str, meta: Mapping[str, Any] | None = None) -> Quality:
+    """Quality of a note in [0, 1] (ClawMem's signals), with its parts.
+
+    ``score = 0.30·length + 0.25·structure + 0.20·signal + 0.25·frontmatter`` where, with
+    ``L`` = characters of the stripped body:
+
+    - ``length = min(1, L/800)`` up to 8,000 characters; longer notes taper as
+      ``max(0.5, 1 − 0.25·log2(L/8000))`` (0.75 at 16k, 0.5 from 32k): a stub says
+      little, a dump says too much for one memory.
+    - ``structure = 0.5·min(1, headings/2) + 0.5·min(1, list_items/3)``, counting ATX
+      headings and bullet/numbered list items outside fenced code.
+    - ``signal = min(1, (D + C)/3)`` with ``D``/``C`` the numbers of *distinct* decision
+      words (decided, chose, rationale, trade-off, because…) and correction words
+      (actually, wrong, instead, avoid, turns out, workaround…) present, so repeating
+      one word does not inflate it.
+    - ``frontmatter = min(1, K/4)`` with ``K`` the filled keys among title, tags,
+      aliases, type, created, source, description, summary, confidence, plus one if any
+      typed link (supersedes, related, …) is filled.
+    """
+    text = body.strip()
+    size = len(text)
+    if size <= 8000:
+        length = min(1.0, size / 800.0)
+    else:
+        length = max(0.5, 1.0 - 0.25 * math.log2(size / 8000.0))
+
+    headings = items = 0
+    fence: str | None = None
+    for line in text.splitlines():
+        opened = _FENCE_RE.match(line)
+        if fence is not None:
+            # A fence closes with the same character, at least as long (CommonMark).
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+        elif _HEADING_RE.match(line):
+            headings += 1
+        elif _LIST_RE.match(line):
+            items += 1
+    structure = 0.5 * min(1.0, headings / 2.0) + 0.5 * min(1.0, items / 3.0)
+
+    decisions = {m.group(1).lower() for m in _DECISION_RE.finditer(text)}
+    corrections = {m.group(1).lower() for m in _CORRECTION_RE.finditer(text)}
+    signal = min(1.0, (len(decisions) + len(corrections)) / 3.0)
+
+    meta = meta or {}
+    keys = sum(1 for key in _RICH_KEYS if _filled(meta.get(key)))
+    keys += 1 if any(_filled(meta.get(key)) for key in _LINK_KEYS) else 0
+    frontmatter = min(1.0, keys / 4.0)
+
+    score = 0.30 * length + 0.25 * structure + 0.20 * signal + 0.25 * frontmatter
+    return Quality(length, structure, signal, frontmatter, min(1.0, max(0.0, score)))
+
+
+def quality(body: str, meta: Mapping[str, Any] | None = None) -> float:
+    """Quality score in [0, 1]; see :func:`quality_breakdown` for the exact formula."""
+    return quality_breakdown(body, meta).score

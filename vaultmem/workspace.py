@@ -1,0 +1,102 @@
+"""Setting a vault up (`init`) and describing its state (`status`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from vaultmem.config import VAULT_CONFIG_NAME, Config
+from vaultmem.errors import ConfigError
+from vaultmem.index import manifest as mf
+from vaultmem.vault import walk_notes
+
+VAULT_TOML = """\
+# vaultmem configuration for this vault (tracked in git; every key is optional).
+# Precedence: defaults < ~/.config/vaultmem/config.toml < this file < VAULTMEM_* < flags.
+
+# Which files are notes (globs over vault-relative paths; {a,b} braces work).
+# include = ["**/*.md"]
+# exclude = [".obsidian/**", ".vaultmem/**", ".git/**", ".trash/**", "node_modules/**"]
+
+# Keep the indexes outside the vault (for Obsidian Sync / iCloud vaults).
+# cache_dir = "~/.cache/vaultmem/my-vault"
+
+# [folders]
+# inbox = "inbox"       # new short-term memories
+# memory = "memory"     # promoted long-term notes
+# archive = "archive"   # notes moved out by gc
+
+# [collections.work]
+# path = "projects"
+# include = ["**/*.md"]
+"""
+
+
+def init_vault(folder: Path) -> list[str]:
+    """Create ``.vaultmem.toml`` and ``.vaultmem/.gitignore`` in ``folder`` if missing.
+
+    Returns the vault-relative names of what was created (nothing on a rerun).
+    """
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder} is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    created = []
+    toml = folder / VAULT_CONFIG_NAME
+    if not toml.exists():
+        toml.write_text(VAULT_TOML, encoding="utf-8")
+        created.append(VAULT_CONFIG_NAME)
+    ignore = folder / ".vaultmem" / ".gitignore"
+    if not ignore.exists():
+        ignore.parent.mkdir(exist_ok=True)
+        ignore.write_text("*\n", encoding="utf-8")
+        created.append(".vaultmem/.gitignore")
+    return created
+
+
+@dataclass(frozen=True)
+class VaultStatus:
+    """Counts that `status` reports."""
+
+    notes: int
+    indexed: int
+    new: int
+    changed: int
+    removed: int
+    last_index: str | None
+    cache_bytes: int
+
+    @property
+    def stale(self) -> int:
+        """Notes the next `index` would read or drop."""
+        return self.new + self.changed + self.removed
+
+    def as_json(self) -> dict[str, object]:
+        """The ``--json`` shape."""
+        return {**asdict(self), "stale": self.stale}
+
+
+def cache_size(cache_dir: Path) -> int:
+    """Total bytes under the cache folder."""
+    total = 0
+    for base, _dirs, files in os.walk(cache_dir):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(base, name)).st_size
+    return total
+
+
+def vault_status(config: Config) -> VaultStatus:
+    """Compare the vault with the manifest using stat data only (reads no note)."""
+    manifest = mf.load(config.cache_dir)
+    plan = mf.plan(manifest, walk_notes(config))
+    return VaultStatus(
+        notes=len(plan.new) + len(plan.changed) + len(plan.unchanged),
+        indexed=len(manifest.entries),
+        new=len(plan.new),
+        changed=len(plan.changed),
+        removed=len(plan.removed),
+        last_index=manifest.last_index,
+        cache_bytes=cache_size(config.cache_dir),
+    )
