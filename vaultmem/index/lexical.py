@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -189,6 +188,7 @@ class LexicalIndex:
     def __init__(self, index: Index, directory: Path) -> None:
         self._ix = index
         self.directory = directory
+        self._searcher: Any = None
 
     @classmethod
     def open(cls, cache_dir: Path, *, create: bool = False) -> LexicalIndex:
@@ -281,35 +281,45 @@ class LexicalIndex:
         """A Whoosh segment writer with vaultmem's codec (caller holds the vault lock)."""
         return self._ix.writer(limitmb=256, codec=LexicalCodec())
 
-    @contextmanager
-    def searcher(self) -> Iterator[Any]:
-        """A BM25F searcher over the current index (readers never block writers)."""
-        with self._ix.searcher(weighting=scoring.BM25F(B=BM25_B, K1=BM25_K1)) as s:
-            yield s
+    def searcher(self) -> Any:
+        """The BM25F searcher, opened once and kept: opening reads every segment's columns.
+
+        Readers never block writers; a long-lived process calls :meth:`close` (or makes a
+        new LexicalIndex) to see later commits.
+        """
+        if self._searcher is None:
+            self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=BM25_B, K1=BM25_K1))
+        return self._searcher
+
+    def close(self) -> None:
+        """Release the searcher's files."""
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
 
     def search(self, text: str, *, limit: int, filters: Filters = Filters()) -> list[LexicalHit]:
         """BM25F over title, aliases, headings, tags and body; any input string is safe."""
         query = build_query(text)
         if query is None:
             return []
-        with self.searcher() as s:
-            results = s.search(query, limit=limit, filter=_filter(filters), mask=_mask(filters))
-            return [
-                LexicalHit(
-                    path=r["path"],
-                    score=float(r.score),
-                    title=r.get("title", ""),
-                    type=r.get("type", "note"),
-                    status=r.get("status", "active"),
-                )
-                for r in results
-            ]
+        results = self.searcher().search(
+            query, limit=limit, filter=_filter(filters), mask=_mask(filters)
+        )
+        return [
+            LexicalHit(
+                path=r["path"],
+                score=float(r.score),
+                title=r.get("title", ""),
+                type=r.get("type", "note"),
+                status=r.get("status", "active"),
+            )
+            for r in results
+        ]
 
     def stored(self, path: str) -> dict[str, Any] | None:
         """The stored fields of one note, or None."""
-        with self._ix.searcher() as s:
-            doc = s.document(path=path)
-            return dict(doc) if doc else None
+        doc = self.searcher().document(path=path)
+        return dict(doc) if doc else None
 
 
 def build_query(text: str) -> Query | None:

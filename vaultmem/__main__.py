@@ -1,0 +1,5 @@
+"""`python -m vaultmem` runs the CLI."""
+
+from vaultmem.cli import main
+
+main()
