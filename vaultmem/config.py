@@ -40,8 +40,8 @@ class RoleConfig:
 
 
 @dataclass(frozen=True)
-class ChromaSettings:
-    """A Chroma server to use instead of the embedded store (host None = embedded)."""
+class ChromaConfig:
+    """Where vectors live: embedded on disk (``host`` None) or on a Chroma server."""
 
     host: str | None = None
     port: int = 8000
@@ -49,7 +49,12 @@ class ChromaSettings:
     ssl: bool = False
 
     def __repr__(self) -> str:
-        return f"ChromaSettings(host={self.host!r}, port={self.port!r}, ssl={self.ssl!r})"
+        # The token must never reach logs or tracebacks through a repr.
+        token = "***" if self.token else None
+        return (
+            f"ChromaConfig(host={self.host!r}, port={self.port!r}, token={token!r}, "
+            f"ssl={self.ssl!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class Config:
     embed: RoleConfig = field(default_factory=RoleConfig)
     llm: RoleConfig = field(default_factory=RoleConfig)
     rerank: RoleConfig = field(default_factory=RoleConfig)
-    chroma: ChromaSettings = field(default_factory=ChromaSettings)
+    chroma: ChromaConfig = field(default_factory=ChromaConfig)
     embedder: str = "local"
 
     def collection(self, name: str) -> Collection:
@@ -294,7 +299,7 @@ def build(vault: Path, data: Mapping[str, Any]) -> Config:
         embed=_role(data, "embed"),
         llm=_role(data, "llm"),
         rerank=_role(data, "rerank"),
-        chroma=ChromaSettings(
+        chroma=ChromaConfig(
             host=chroma.get("host") or None,
             port=_coerce(chroma.get("port", 8000), int, "chroma.port"),
             token=chroma.get("token") or None,

@@ -86,9 +86,7 @@ class _Parsed:
             except NoteError as exc:
                 self.skipped.append(Skipped(f.path, str(exc)))
                 continue
-            self.entries[f.path] = mf.Entry(
-                note.mtime_ns, note.size, note.content_hash, note.title, note.aliases
-            )
+            self.entries[f.path] = mf.entry_for(note)
             yield note
 
 

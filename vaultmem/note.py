@@ -21,6 +21,7 @@ class Note:
 
     path: str
     title: str
+    title_source: str  # "frontmatter", "heading" or "file": a file-name title moves on rename
     meta: Mapping[str, Any]
     body: str
     body_start_line: int
@@ -94,6 +95,16 @@ def _first_h1(headings: tuple[Heading, ...]) -> str | None:
     return None
 
 
+def _title(meta: Mapping[str, Any], headings: tuple[Heading, ...], path: str) -> tuple[str, str]:
+    given = meta.get("title")
+    if given not in (None, "") and str(given).strip():
+        return str(given).strip(), "frontmatter"
+    h1 = _first_h1(headings)
+    if h1:
+        return h1, "heading"
+    return PurePosixPath(path).stem, "file"
+
+
 def parse_note(path: str, raw: bytes, *, mtime_ns: int = 0, size: int | None = None) -> Note:
     """Parse a note's bytes. Raises NoteError (naming ``path`` and the line) when it can't.
 
@@ -111,11 +122,11 @@ def parse_note(path: str, raw: bytes, *, mtime_ns: int = 0, size: int | None = N
     tags.update(dict.fromkeys(shape.tags))
     tags.pop("", None)
     aliases = tuple(_string_list(meta.get("aliases") or meta.get("alias")))
-    title = meta.get("title")
-    title_text = str(title).strip() if title not in (None, "") else None
+    title, source = _title(meta, shape.headings, path)
     return Note(
         path=path,
-        title=title_text or _first_h1(shape.headings) or PurePosixPath(path).stem,
+        title=title,
+        title_source=source,
         meta=meta,
         body=body,
         body_start_line=parts.body_line,

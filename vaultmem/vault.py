@@ -118,13 +118,17 @@ def in_collection(path: str, config: Config, name: str) -> bool:
 
 
 @contextmanager
-def vault_lock(cache_dir: Path, *, timeout: float, what: str = "index") -> Iterator[None]:
+def vault_lock(
+    cache_dir: Path, *, timeout: float, what: str = "index", name: str = "lock"
+) -> Iterator[None]:
     """Hold the per-vault writer lock; LockBusy after ``timeout`` seconds (0 = don't wait).
 
     Readers never take it. The lock is an ``flock`` so a killed holder releases it.
+    ``name`` picks another lock file: the embedding sweep has its own, so a long sweep
+    never blocks `index` or note edits.
     """
     cache_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(cache_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(cache_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -136,7 +140,7 @@ def vault_lock(cache_dir: Path, *, timeout: float, what: str = "index") -> Itera
                     raise VaultmemError(f"cannot lock {cache_dir}: {exc.strerror}") from None
                 if time.monotonic() >= deadline:
                     raise LockBusy(
-                        f"another vaultmem process holds the vault lock ({what}); try again later"
+                        f"another vaultmem process holds the vault's {what} lock; try again later"
                     ) from None
                 time.sleep(0.05)
         os.ftruncate(fd, 0)

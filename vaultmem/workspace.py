@@ -66,6 +66,7 @@ class VaultStatus:
     removed: int
     last_index: str | None
     cache_bytes: int
+    embeddings: dict[str, dict[str, int]]  # model → embedded / fragments / unsplit_notes
 
     @property
     def stale(self) -> int:
@@ -87,8 +88,14 @@ def cache_size(cache_dir: Path) -> int:
     return total
 
 
-def vault_status(config: Config) -> VaultStatus:
-    """Compare the vault with the manifest using stat data only (reads no note)."""
+def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultStatus:
+    """Compare the vault with the manifest using stat data only (reads no note).
+
+    ``models`` maps embedding model ids to their fragment size; coverage is reported
+    for each from vaultmem's own records (no model or vector store is opened).
+    """
+    from vaultmem.embedding import coverage
+
     manifest = mf.load(config.cache_dir)
     plan = mf.plan(manifest, walk_notes(config))
     return VaultStatus(
@@ -99,4 +106,8 @@ def vault_status(config: Config) -> VaultStatus:
         removed=len(plan.removed),
         last_index=manifest.last_index,
         cache_bytes=cache_size(config.cache_dir),
+        embeddings={
+            model: dict(coverage(config, model, max_chars))
+            for model, max_chars in (models or {}).items()
+        },
     )

@@ -94,8 +94,37 @@ def stdout_is_tty() -> bool:
     return sys.stderr.isatty()
 
 
+class ProgressBar:
+    """A progress bar on stderr, opened on the first update (when the total is known).
+
+    Use as a context manager; when ``enabled`` is false (no terminal, --quiet) it draws
+    nothing, so cron logs stay clean.
+    """
+
+    def __init__(self, label: str, *, enabled: bool = True) -> None:
+        self.label = label
+        self.enabled = enabled and stdout_is_tty()
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            self._bar = typer.progressbar(length=total, label=self.label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
 # Command modules register themselves on `app` when imported.
-from vaultmem.cli import index_cmds, read_cmds  # noqa: E402,F401
+from vaultmem.cli import index_cmds, read_cmds, vector_cmds  # noqa: E402,F401
 
 
 def main() -> None:

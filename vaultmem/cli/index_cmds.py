@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import app, load_config, stdout_is_tty
+from vaultmem.cli import ProgressBar, app, load_config
 
 if TYPE_CHECKING:
     from vaultmem.config import Config
-    from vaultmem.indexer import IndexReport
+    from vaultmem.embedding import EmbedReport
 
 
 @app.command()
@@ -45,13 +44,18 @@ def init(
 def index(
     ctx: typer.Context,
     rebuild: bool = typer.Option(False, "--rebuild", help="Drop the indexes and start over."),
+    no_embed: bool = typer.Option(
+        False, "--no-embed", help="Update the keyword index only; skip the embedding sweep."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Bring the search index up to date with the vault (only changed notes are read).
+    """Bring the indexes up to date with the vault (only changed notes are read).
 
-    Notes that fail to parse are reported and skipped; the rest are indexed. Prints one
-    summary line: added, updated, unchanged, removed, skipped.
+    Updates the keyword index, then embeds new fragments (like `embed`) unless --no-embed
+    or no embedder is configured. Notes that fail to parse are reported and skipped; the
+    rest are indexed. An unreachable embedding endpoint is one line on stderr: the
+    keyword index is still brought up to date. Prints one summary line per stage.
 
     Example:
         vaultmem --vault example-vault index
@@ -59,57 +63,47 @@ def index(
     from vaultmem.indexer import index_vault
 
     config = load_config(ctx)
-    if stdout_is_tty() and not quiet and not json_out:
-        report = _index_with_bar(config, rebuild)
-    else:
-        report = index_vault(config, rebuild=rebuild)
+    with ProgressBar("indexing", enabled=not (quiet or json_out)) as bar:
+        report = index_vault(config, rebuild=rebuild, progress=bar)
     for skip in report.skipped:
         typer.echo(f"skipped {skip.reason}", err=True)
-    if json_out:
-        typer.echo(
-            json.dumps(
-                {
-                    "added": report.added,
-                    "updated": report.updated,
-                    "unchanged": report.unchanged,
-                    "removed": report.removed,
-                    "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
-                    "seconds": round(report.seconds, 3),
-                    "rebuilt": report.rebuilt,
-                }
-            )
-        )
-    elif not quiet:
+    data: dict[str, object] = {
+        "added": report.added,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        "removed": report.removed,
+        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "seconds": round(report.seconds, 3),
+        "rebuilt": report.rebuilt,
+    }
+    if not quiet and not json_out:
         typer.echo(report.summary)
+    if not no_embed:
+        embedded = run_embed_step(config, quiet=quiet or json_out)
+        if embedded is not None:
+            data["embedding"] = embedded.as_json()
+    if json_out:
+        typer.echo(json.dumps(data))
 
 
-class ProgressBar:
-    """A progress bar on stderr, opened on the first update (when the total is known)."""
+def run_embed_step(config: Config, *, quiet: bool) -> EmbedReport | None:
+    """The embedding stage of `index`: never fatal, one stderr line when it can't run."""
+    from vaultmem.embedding import embed_vault
+    from vaultmem.errors import EndpointError, LockBusy
+    from vaultmem.inference.embedders import embedder_for
 
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self._bar: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._bar is None:
-            self._bar = typer.progressbar(length=total, label=self.label, file=sys.stderr)
-            self._bar.__enter__()
-        self._bar.update(done - self._bar.pos)
-
-    def close(self) -> None:
-        """Finish the bar's line (safe when it never opened)."""
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-
-
-def _index_with_bar(config: Config, rebuild: bool) -> IndexReport:
-    from vaultmem.indexer import index_vault
-
-    bar = ProgressBar("indexing")
+    embedder = embedder_for(config)
+    if embedder is None:
+        return None
     try:
-        return index_vault(config, rebuild=rebuild, progress=bar)
-    finally:
-        bar.close()
+        with ProgressBar("embedding", enabled=not quiet) as bar:
+            report = embed_vault(config, embedder, progress=bar)
+    except (EndpointError, LockBusy) as exc:
+        typer.echo(f"vaultmem: embeddings skipped: {exc}", err=True)
+        return None
+    if not quiet:
+        typer.echo(report.summary)
+    return report
 
 
 @app.command()
@@ -117,15 +111,18 @@ def status(
     ctx: typer.Context,
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Show the vault's notes, what the index holds, what is stale, and the cache size.
+    """Show notes, what the index holds, what is stale, the cache size and embedding coverage.
 
     Example:
         vaultmem --vault example-vault status
     """
+    from vaultmem.inference.embedders import embedder_for
     from vaultmem.workspace import vault_status
 
     config = load_config(ctx)
-    info = vault_status(config)
+    embedder = embedder_for(config)
+    models = {embedder.model_id: embedder.max_chars} if embedder is not None else {}
+    info = vault_status(config, models)
     if json_out:
         typer.echo(json.dumps(info.as_json()))
         return
@@ -138,6 +135,11 @@ def status(
     )
     typer.echo(f"last index:   {info.last_index or 'never'}")
     typer.echo(f"cache:        {config.cache_dir} ({_size(info.cache_bytes)})")
+    for model, cov in info.embeddings.items():
+        line = f"embeddings:   {cov['embedded']}/{cov['fragments']} fragments ({model})"
+        if cov["unsplit_notes"]:
+            line += f", {cov['unsplit_notes']} notes not yet embedded"
+        typer.echo(line)
 
 
 def _size(n: int) -> str:

@@ -14,20 +14,11 @@ from typing import Any
 
 from vaultmem.atomic import atomic_write
 from vaultmem.errors import IndexStateError
+from vaultmem.note import Note
 from vaultmem.vault import FileStat
 
-SCHEMA = 1
+SCHEMA = 2
 FILE_NAME = "manifest.json"
-
-
-@dataclass(frozen=True)
-class FragmentRef:
-    """Where a fragment of a note lies; its vector is keyed by ``hash``."""
-
-    hash: str
-    start_line: int
-    end_line: int
-    heading: str = ""
 
 
 @dataclass(frozen=True)
@@ -39,7 +30,9 @@ class Entry:
     hash: str
     title: str
     aliases: tuple[str, ...] = ()
-    fragments: tuple[FragmentRef, ...] = ()
+    type: str = "note"
+    status: str = "active"
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,7 +78,9 @@ def _entry(raw: Mapping[str, Any]) -> Entry:
         hash=str(raw["hash"]),
         title=str(raw.get("title", "")),
         aliases=tuple(raw.get("aliases", ())),
-        fragments=tuple(FragmentRef(*f) for f in raw.get("fragments", ())),
+        type=str(raw.get("type", "note")),
+        status=str(raw.get("status", "active")),
+        tags=tuple(raw.get("tags", ())),
     )
 
 
@@ -93,9 +88,7 @@ def save(cache_dir: Path, manifest: Manifest) -> None:
     """Write the manifest atomically (sorted keys: stable, diffable when debugging)."""
     notes = {}
     for path in sorted(manifest.entries):
-        entry = asdict(manifest.entries[path])
-        entry["fragments"] = [list(f.values()) for f in entry["fragments"]]
-        notes[path] = entry
+        notes[path] = asdict(manifest.entries[path])
     data = {
         "schema": SCHEMA,
         "last_index": manifest.last_index,
@@ -104,6 +97,20 @@ def save(cache_dir: Path, manifest: Manifest) -> None:
     }
     cache_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(cache_dir / FILE_NAME, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+
+
+def entry_for(note: Note) -> Entry:
+    """The manifest entry of a freshly parsed note."""
+    return Entry(
+        note.mtime_ns,
+        note.size,
+        note.content_hash,
+        note.title,
+        note.aliases,
+        note.type,
+        note.status,
+        note.tags,
+    )
 
 
 def plan(manifest: Manifest, files: Iterable[FileStat]) -> Plan:

@@ -23,12 +23,12 @@ import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 
+from vaultmem.config import ChromaConfig
 from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
 
 if TYPE_CHECKING:
@@ -62,24 +62,6 @@ _HNSW: dict[str, Any] = {
 _MAX_CHUNK = 4096
 _HEARTBEAT_TIMEOUT_S = 10.0
 _REQUEST_TIMEOUT_S = 300.0
-
-
-@dataclass(frozen=True)
-class ChromaConfig:
-    """Where vectors live: embedded on disk (``host`` None) or on a Chroma server."""
-
-    host: str | None = None
-    port: int = 8000
-    token: str | None = None
-    ssl: bool = False
-
-    def __repr__(self) -> str:
-        # The token must never reach logs or tracebacks through a repr.
-        token = "***" if self.token else None
-        return (
-            f"ChromaConfig(host={self.host!r}, port={self.port!r}, token={token!r}, "
-            f"ssl={self.ssl!r})"
-        )
 
 
 def collection_name(model_id: str, dimension: int) -> str:
@@ -237,6 +219,20 @@ class VectorStore:
                 if len(page) < self._batch:
                     return out
                 offset += len(page)
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
+        """The stored vectors of ``ids`` (ids not stored are left out)."""
+        out: dict[str, list[float]] = {}
+        collection = self._live()
+        with self._guard("reading vectors"):
+            for part in _chunks(_unique(ids), self._batch):
+                got = collection.get(ids=part, include=["embeddings"])
+                embeddings = got["embeddings"]
+                if embeddings is None:
+                    continue
+                for id_, vector in zip(got["ids"], embeddings, strict=True):
+                    out[id_] = [float(x) for x in vector]
+        return out
 
     def query(self, embedding: Vector, k: int) -> list[tuple[str, float]]:
         """The ``k`` nearest ids to ``embedding`` as (id, cosine similarity), best first."""

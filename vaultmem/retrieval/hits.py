@@ -30,9 +30,11 @@ class Hit:
     line: int
     type: str = "note"
     status: str = "active"
+    line_end: int | None = None  # vector hits: the last line of the matching fragment
 
     def as_json(self) -> dict[str, object]:
         """The ``--json`` shape: one object per line."""
+        extra: dict[str, object] = {} if self.line_end is None else {"line_end": self.line_end}
         return {
             "path": self.path,
             "title": self.title,
@@ -41,4 +43,5 @@ class Hit:
             "line": self.line,
             "type": self.type,
             "status": self.status,
+            **extra,
         }

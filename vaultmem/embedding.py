@@ -1,0 +1,347 @@
+"""`embed`: the resumable sweep that gives every fragment a vector for the current model.
+
+Vectors are keyed by fragment content hash, so the sweep is idempotent: whatever a killed
+run stored stays stored, and the next run embeds only what is still missing. Which note
+owns which fragments lives in ``fragments.json`` (keyed by note content hash, so a moved
+or renamed note keeps its fragments and vectors). A per-model record of the ids known to
+be stored lets a sweep with nothing to do finish without opening Chroma or a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vaultmem.atomic import atomic_write
+from vaultmem.config import Config
+from vaultmem.errors import IndexStateError, NoteError
+from vaultmem.fragments import Fragment, fragments
+from vaultmem.index import manifest as mf
+from vaultmem.inference.base import Embedder
+from vaultmem.note import Note, parse_note
+from vaultmem.vault import vault_lock
+
+Progress = Callable[[int, int], None]
+FRAGMENTS_FILE = "fragments.json"
+RECORDS_DIR = "vectors"
+# Vectors are stored after every chunk: a killed sweep loses at most one chunk of work.
+CHUNK = 256
+
+
+@dataclass(frozen=True)
+class FragmentRef:
+    """Where one fragment of a note lies; its vector is keyed by ``hash``."""
+
+    hash: str
+    start_line: int
+    end_line: int
+    heading: str = ""
+
+
+def note_fragments(note: Note, max_chars: int) -> list[Fragment]:
+    """The embeddable fragments of a note.
+
+    A title taken from the file name is left out of the text, so renaming such a note
+    does not change its fragments (and does not re-embed it).
+    """
+    title = "" if note.title_source == "file" else note.title
+    return fragments(
+        note.body, title=title, body_start_line=note.body_start_line, max_chars=max_chars
+    )
+
+
+class FragmentCache:
+    """``{max_chars:content_hash: [fragment refs]}`` for every note the sweep has seen."""
+
+    def __init__(self, path: Path, max_chars: int, data: dict[str, list[list[object]]]) -> None:
+        self.path = path
+        self.max_chars = max_chars
+        self._data = data
+
+    @classmethod
+    def load(cls, cache_dir: Path, max_chars: int) -> FragmentCache:
+        """Read the cache (empty when missing or unreadable: it is only a cache)."""
+        path = cache_dir / FRAGMENTS_FILE
+        try:
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            data = {}
+        return cls(path, max_chars, data if isinstance(data, dict) else {})
+
+    def _key(self, content_hash: str) -> str:
+        return f"{self.max_chars}:{content_hash}"
+
+    def get(self, content_hash: str) -> list[FragmentRef] | None:
+        """The fragments of a note with this content, if known."""
+        rows = self._data.get(self._key(content_hash))
+        if rows is None:
+            return None
+        return [FragmentRef(str(r[0]), int(r[1]), int(r[2]), str(r[3])) for r in rows]  # type: ignore[call-overload]
+
+    def put(self, content_hash: str, frags: Iterable[Fragment]) -> list[FragmentRef]:
+        """Remember a note's fragments; returns their refs."""
+        refs = [
+            FragmentRef(f.hash, f.start_line, f.end_line, " > ".join(f.heading_path)) for f in frags
+        ]
+        self._data[self._key(content_hash)] = [
+            [r.hash, r.start_line, r.end_line, r.heading] for r in refs
+        ]
+        return refs
+
+    def prune(self, content_hashes: Iterable[str]) -> None:
+        """Forget notes (of this fragment size) that no longer exist."""
+        keep = {self._key(h) for h in content_hashes}
+        prefix = f"{self.max_chars}:"
+        self._data = {k: v for k, v in self._data.items() if not k.startswith(prefix) or k in keep}
+
+    def save(self) -> None:
+        """Write the cache atomically."""
+        atomic_write(self.path, json.dumps(self._data, separators=(",", ":")).encode())
+
+
+def record_path(cache_dir: Path, model_id: str) -> Path:
+    """The file listing the vector ids known to be stored for ``model_id``."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip("-")[:60]
+    digest = hashlib.sha1(model_id.encode()).hexdigest()[:8]
+    return cache_dir / RECORDS_DIR / f"{slug}-{digest}.ids"
+
+
+def read_record(path: Path) -> set[str]:
+    """Ids recorded as stored (empty when there is no record)."""
+    try:
+        lines = path.read_text("ascii").splitlines()
+    except OSError:
+        return set()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def write_record(path: Path, model_id: str, ids: Iterable[str]) -> None:
+    """Replace the record (first line names the model, for `status`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"{i}\n" for i in sorted(ids))
+    atomic_write(path, f"# {model_id}\n{body}".encode("ascii", "replace"))
+
+
+def _append_record(path: Path, model_id: str, ids: Iterable[str]) -> None:
+    if not path.exists():
+        write_record(path, model_id, ())
+    with path.open("a", encoding="ascii") as fh:
+        fh.write("".join(f"{i}\n" for i in ids))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    """What one sweep did."""
+
+    model: str
+    notes: int
+    fragments: int
+    embedded: int
+    removed: int
+    skipped: tuple[str, ...]
+    seconds: float
+
+    def as_json(self) -> dict[str, object]:
+        """The ``--json`` shape."""
+        return {
+            "model": self.model,
+            "notes": self.notes,
+            "fragments": self.fragments,
+            "embedded": self.embedded,
+            "removed": self.removed,
+            "skipped": list(self.skipped),
+            "seconds": round(self.seconds, 3),
+        }
+
+    @property
+    def summary(self) -> str:
+        """The one-line summary `embed` prints."""
+        return (
+            f"{self.embedded} fragments embedded, {self.fragments - self.embedded} already "
+            f"current, {self.removed} removed ({self.notes} notes, model {self.model}) "
+            f"in {self.seconds:.2f}s"
+        )
+
+
+@dataclass
+class _Plan:
+    refs: dict[str, list[FragmentRef]] = field(default_factory=dict)  # note path → refs
+    texts: dict[str, str] = field(default_factory=dict)  # fragment hash → text, when read
+    skipped: list[str] = field(default_factory=list)
+
+    def wanted(self) -> set[str]:
+        return {r.hash for refs in self.refs.values() for r in refs}
+
+
+def _read(config: Config, path: str, entry: mf.Entry) -> Note | None:
+    try:
+        raw = (config.vault / path).read_bytes()
+        note = parse_note(path, raw)
+    except (OSError, NoteError):
+        return None
+    # Edited since the last index: the lexical index is stale too; the next index fixes both.
+    return note if note.content_hash == entry.hash else None
+
+
+def _plan(config: Config, manifest: mf.Manifest, cache: FragmentCache) -> _Plan:
+    plan = _Plan()
+    for path, entry in manifest.entries.items():
+        refs = cache.get(entry.hash)
+        if refs is None:
+            note = _read(config, path, entry)
+            if note is None:
+                plan.skipped.append(path)
+                continue
+            frags = note_fragments(note, cache.max_chars)
+            refs = cache.put(entry.hash, frags)
+            plan.texts.update((f.hash, f.text) for f in frags)
+        plan.refs[path] = refs
+    return plan
+
+
+def _texts_for(
+    config: Config, manifest: mf.Manifest, plan: _Plan, missing: set[str], max_chars: int
+) -> dict[str, str]:
+    """Text of every missing fragment, re-reading the notes whose fragments were cached."""
+    texts = {h: plan.texts[h] for h in missing if h in plan.texts}
+    for path, refs in plan.refs.items():
+        if len(texts) == len(missing):
+            break
+        if not any(r.hash in missing and r.hash not in texts for r in refs):
+            continue
+        note = _read(config, path, manifest.entries[path])
+        if note is not None:
+            texts.update(
+                (f.hash, f.text) for f in note_fragments(note, max_chars) if f.hash in missing
+            )
+    return texts
+
+
+def _chunks(items: list[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def embed_vault(
+    config: Config,
+    embedder: Embedder,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    chunk: int = CHUNK,
+) -> EmbedReport:
+    """Embed every fragment of the indexed notes that lacks a vector for this model.
+
+    Takes the vault's embed lock without waiting (LockBusy, exit 75, when another sweep
+    runs). ``force`` re-embeds everything.
+
+    Example:
+        >>> embed_vault(config, LocalEmbedder()).summary  # doctest: +SKIP
+    """
+    started = time.perf_counter()
+    cache_dir = config.cache_dir
+    with vault_lock(cache_dir, timeout=0, what="embed", name="embed.lock"):
+        manifest = mf.load(cache_dir)
+        if not manifest.entries:
+            raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+        frag_cache = FragmentCache.load(cache_dir, embedder.max_chars)
+        plan = _plan(config, manifest, frag_cache)
+        wanted = plan.wanted()
+        record = record_path(cache_dir, embedder.model_id)
+        known = read_record(record)
+        if not config.chroma.host and not (cache_dir / "chroma").exists():
+            known = set()  # the store was deleted by hand: the record is void
+        embedded = removed = 0
+        if force or config.chroma.host or wanted - known or known - wanted:
+            embedded, removed = _sweep(
+                config, embedder, manifest, plan, wanted, force, record, progress, chunk
+            )
+        frag_cache.prune(e.hash for e in manifest.entries.values())
+        frag_cache.save()
+    return EmbedReport(
+        model=embedder.model_id,
+        notes=len(plan.refs),
+        fragments=len(wanted),
+        embedded=embedded,
+        removed=removed,
+        skipped=tuple(plan.skipped),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _sweep(
+    config: Config,
+    embedder: Embedder,
+    manifest: mf.Manifest,
+    plan: _Plan,
+    wanted: set[str],
+    force: bool,
+    record: Path,
+    progress: Progress | None,
+    chunk: int,
+) -> tuple[int, int]:
+    """Embed what the store lacks, drop what no note uses; returns (embedded, removed)."""
+    from vaultmem.index.vectors import VectorStore
+
+    store = VectorStore.open(config.cache_dir, embedder.model_id, embedder.dimension, config.chroma)
+    try:
+        stored = store.ids()
+        missing = set(wanted) if force else wanted - stored
+        write_record(record, embedder.model_id, stored & wanted)
+        texts = _texts_for(config, manifest, plan, missing, embedder.max_chars)
+        # Length order keeps every batch's padding short; ties by id for determinism.
+        todo = sorted(texts.items(), key=lambda item: (len(item[1]), item[0]))
+        done = 0
+        for part in _chunks(todo, chunk):
+            vectors = embedder.embed([text for _, text in part])
+            ids = [h for h, _ in part]
+            store.upsert(ids, vectors)
+            _append_record(record, embedder.model_id, ids)
+            done += len(part)
+            if progress is not None:
+                progress(done, len(todo))
+        orphans = stored - wanted
+        if orphans:
+            store.delete(orphans)
+        write_record(record, embedder.model_id, (stored | set(texts)) & wanted)
+        return done, len(orphans)
+    finally:
+        store.close()
+
+
+def fragment_map(config: Config, max_chars: int) -> dict[str, list[tuple[str, FragmentRef]]]:
+    """fragment hash → [(note path, ref)] for every indexed note with known fragments."""
+    manifest = mf.load(config.cache_dir)
+    cache = FragmentCache.load(config.cache_dir, max_chars)
+    out: dict[str, list[tuple[str, FragmentRef]]] = {}
+    for path, entry in manifest.entries.items():
+        for ref in cache.get(entry.hash) or ():
+            out.setdefault(ref.hash, []).append((path, ref))
+    return out
+
+
+def coverage(config: Config, model_id: str, max_chars: int) -> Mapping[str, int]:
+    """Fragments embedded for ``model_id`` out of those known, and notes not yet split.
+
+    Reads only vaultmem's own files (no Chroma, no model): cheap enough for `status`.
+    """
+    manifest = mf.load(config.cache_dir)
+    cache = FragmentCache.load(config.cache_dir, max_chars)
+    wanted: set[str] = set()
+    unsplit = 0
+    for entry in manifest.entries.values():
+        refs = cache.get(entry.hash)
+        if refs is None:
+            unsplit += 1
+        else:
+            wanted.update(r.hash for r in refs)
+    stored = read_record(record_path(config.cache_dir, model_id))
+    return {"embedded": len(wanted & stored), "fragments": len(wanted), "unsplit_notes": unsplit}
