@@ -51,10 +51,10 @@ def test_precedence_defaults_user_vault_env_flags(tmp_path: Path) -> None:
     assert config.inbox_folder == "new"
     assert config.exclude == ("drafts/**",)
     env["VAULTMEM_EMBED_MODEL"] = "from-env"
-    env["VAULTMEM_EXCLUDE"] = "a/**, b/**"
+    env["VAULTMEM_EXCLUDE"] = "a/**, b/**, {c,d}/**"
     config = load(vault_flag="work", env=env, cwd=tmp_path)
     assert config.embed.model == "from-env"
-    assert config.exclude == ("a/**", "b/**")
+    assert config.exclude == ("a/**", "b/**", "{c,d}/**")
     config = load(vault_flag="work", env=env, cwd=tmp_path, overrides={"embed.model": "flag"})
     assert config.embed.model == "flag"
 

@@ -29,6 +29,7 @@ class RoleConfig:
     batch_size: int = 64
     concurrency: int = 4
     timeout: float = 30.0
+    max_retries: int = 5
     tpm_limit: int | None = None
     max_chars: int = 2000
     dimensions: int | None = None
@@ -117,6 +118,7 @@ for _name in ("embed", "llm", "rerank"):
         ("BATCH_SIZE", "batch_size"),
         ("CONCURRENCY", "concurrency"),
         ("TIMEOUT", "timeout"),
+        ("MAX_RETRIES", "max_retries"),
         ("TPM", "tpm_limit"),
         ("MAX_CHARS", "max_chars"),
         ("DIMENSIONS", "dimensions"),
@@ -198,6 +200,20 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     data[leaf] = value
 
 
+def split_globs(raw: str) -> list[str]:
+    """Split a comma-separated glob list, keeping commas inside ``{a,b}`` braces."""
+    parts, depth, current = [], 0, []
+    for ch in raw:
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        depth += (ch == "{") - (ch == "}")
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     layer: dict[str, Any] = {}
     for name, dotted in ENV_KEYS.items():
@@ -206,7 +222,7 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
             continue
         value: Any = raw
         if dotted in ("include", "exclude"):
-            value = [part.strip() for part in raw.split(",") if part.strip()]
+            value = [part.strip() for part in split_globs(raw) if part.strip()]
         _set_dotted(layer, dotted, value)
     return layer
 
@@ -234,6 +250,7 @@ _ROLE_TYPES: dict[str, type] = {
     "batch_size": int,
     "concurrency": int,
     "timeout": float,
+    "max_retries": int,
     "tpm_limit": int,
     "max_chars": int,
     "dimensions": int,

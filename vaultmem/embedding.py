@@ -30,8 +30,9 @@ from vaultmem.vault import vault_lock
 Progress = Callable[[int, int], None]
 FRAGMENTS_FILE = "fragments.json"
 RECORDS_DIR = "vectors"
-# Vectors are stored after every chunk: a killed sweep loses at most one chunk of work.
-CHUNK = 256
+# Vectors are stored after every chunk: a killed sweep loses at most one chunk of work
+# (64 fragments: seconds locally, one or two requests to an endpoint).
+CHUNK = 64
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,17 @@ def write_record(path: Path, model_id: str, ids: Iterable[str]) -> None:
     atomic_write(path, f"# {model_id}\n{body}".encode("ascii", "replace"))
 
 
+def recorded_models(cache_dir: Path) -> list[str]:
+    """Every model id that has a vector record in this cache."""
+    out = []
+    for path in sorted((cache_dir / RECORDS_DIR).glob("*.ids")):
+        with path.open(encoding="ascii", errors="replace") as fh:
+            first = fh.readline()
+        if first.startswith("# "):
+            out.append(first[2:].strip())
+    return out
+
+
 def _append_record(path: Path, model_id: str, ids: Iterable[str]) -> None:
     if not path.exists():
         write_record(path, model_id, ())
@@ -148,6 +160,7 @@ class EmbedReport:
     removed: int
     skipped: tuple[str, ...]
     seconds: float
+    other_models: tuple[str, ...] = ()  # models with vectors too: a model switch, explained
 
     def as_json(self) -> dict[str, object]:
         """The ``--json`` shape."""
@@ -159,16 +172,24 @@ class EmbedReport:
             "removed": self.removed,
             "skipped": list(self.skipped),
             "seconds": round(self.seconds, 3),
+            "other_models": list(self.other_models),
         }
 
     @property
     def summary(self) -> str:
         """The one-line summary `embed` prints."""
-        return (
+        line = (
             f"{self.embedded} fragments embedded, {self.fragments - self.embedded} already "
             f"current, {self.removed} removed ({self.notes} notes, model {self.model}) "
             f"in {self.seconds:.2f}s"
         )
+        if self.other_models:
+            # A model switch: say why everything was embedded again, and what is kept.
+            line += (
+                f"; vectors of {', '.join(self.other_models)} are kept apart in their own "
+                "collection and never mixed with these"
+            )
+        return line
 
 
 @dataclass
@@ -256,6 +277,7 @@ def embed_vault(
         plan = _plan(config, manifest, frag_cache)
         wanted = plan.wanted()
         record = record_path(cache_dir, embedder.model_id)
+        first_sweep = not record.exists()
         known = read_record(record)
         if not config.chroma.host and not (cache_dir / "chroma").exists():
             known = set()  # the store was deleted by hand: the record is void
@@ -274,6 +296,9 @@ def embed_vault(
         removed=removed,
         skipped=tuple(plan.skipped),
         seconds=time.perf_counter() - started,
+        other_models=tuple(m for m in recorded_models(cache_dir) if m != embedder.model_id)
+        if first_sweep
+        else (),
     )
 
 

