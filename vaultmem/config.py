@@ -202,7 +202,9 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 def split_globs(raw: str) -> list[str]:
     """Split a comma-separated glob list, keeping commas inside ``{a,b}`` braces."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in raw:
         if ch == "," and depth == 0:
             parts.append("".join(current))
