@@ -35,7 +35,7 @@ def run_index(vault: Path, *extra: str) -> tuple[float, float, str]:
     )
     start = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", script, "--vault", str(vault), "index", *extra],
+        [sys.executable, "-c", script, "--vault", str(vault), "index", "--no-embed", *extra],
         capture_output=True,
         text=True,
         check=True,

@@ -51,6 +51,28 @@ def vault(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture(scope="session")
+def embedded_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """example-vault/ indexed and embedded once per session with the in-process MiniLM.
+
+    Read-only: copy it (``shutil.copytree``, cache included) before using it; embedding
+    takes 10-20 s, copying a fraction of a second.
+    """
+    from vaultmem.config import build
+    from vaultmem.embedding import embed_vault
+    from vaultmem.indexer import index_vault
+    from vaultmem.inference.local import LocalEmbedder
+
+    vault = tmp_path_factory.mktemp("embedded") / "vault"
+    shutil.copytree(EXAMPLE_VAULT, vault, ignore=shutil.ignore_patterns(".vaultmem"))
+    # Built from the vault alone (no environment, no user config): hermetic even though a
+    # session fixture runs before the per-test environment isolation.
+    config = build(vault, {})
+    index_vault(config)
+    assert embed_vault(config, LocalEmbedder()).embedded > 53
+    return vault
+
+
 class Cli:
     """Runs `vaultmem --vault VAULT ...` in-process and returns click's Result."""
 

@@ -257,3 +257,9 @@ def test_every_command_has_help_and_a_readme_entry() -> None:
         assert command.help and len(command.help) > 40, f"{name} has no help text"
         assert "Example:" in command.help, f"{name} help has no example"
         assert f"### `{name}`" in readme, f"README has no entry for `{name}`"
+
+
+def test_one_short_word_matches_titles_by_prefix(cli: Cli) -> None:
+    cli("index")
+    hits = cli.json_lines("search", "pgb", "-n", "3")
+    assert hits and hits[0]["path"] == "research/PgBouncer connection pooling.md"

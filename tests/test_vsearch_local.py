@@ -7,19 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_VAULT, Cli, example_queries
+from conftest import Cli, example_queries
 
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """example-vault/ indexed and embedded once with the default embedder."""
-    vault = tmp_path_factory.mktemp("embedded") / "vault"
-    shutil.copytree(EXAMPLE_VAULT, vault, ignore=shutil.ignore_patterns(".vaultmem"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("VAULTMEM_EMBEDDER", raising=False)
-        out = Cli(vault)("index").stdout
-    assert "fragments embedded" in out
-    return vault
+def embedded(embedded_example: Path) -> Path:
+    """example-vault/ indexed and embedded once with the default embedder (conftest)."""
+    return embedded_example
 
 
 @pytest.fixture

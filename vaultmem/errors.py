@@ -45,3 +45,7 @@ class IndexStateError(VaultmemError):
 
 class EndpointError(VaultmemError):
     """An inference endpoint is unreachable or failed; the message names the URL, never the key."""
+
+
+class TemplateError(VaultmemError):
+    """A jinja2 template (packaged or a vault's override) is missing or does not render."""

@@ -124,7 +124,13 @@ class ProgressBar:
 
 
 # Command modules register themselves on `app` when imported.
-from vaultmem.cli import eval_cmds, index_cmds, read_cmds, vector_cmds  # noqa: E402,F401
+from vaultmem.cli import (  # noqa: E402,F401
+    eval_cmds,
+    index_cmds,
+    query_cmds,
+    read_cmds,
+    vector_cmds,
+)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from vaultmem.cli import app, load_config
 if TYPE_CHECKING:
     from vaultmem.config import Config
 
-MODES = ("search", "vsearch")
+MODES = ("search", "vsearch", "query")
 
 
 def _runner(config: Config, mode: str, k: int) -> Callable[[str], list[str]]:
@@ -25,11 +25,36 @@ def _runner(config: Config, mode: str, k: int) -> Callable[[str], list[str]]:
 
         index = LexicalIndex.open(config.cache_dir)
         return lambda q: [h.path for h in search(config, q, limit=k, index=index)]
+    if mode == "query":
+        return _query_runner(config, k)
     from vaultmem.cli.vector_cmds import require_embedder
     from vaultmem.retrieval.vsearch import vsearch
 
     embedder = require_embedder(config)
     return lambda q: [h.path for h in vsearch(config, q, embedder, limit=k)]
+
+
+def _query_runner(config: Config, k: int) -> Callable[[str], list[str]]:
+    """The full pipeline with the configured models; each skipped stage is told once."""
+    from vaultmem.cli.query_cmds import stage_line
+    from vaultmem.index.lexical import LexicalIndex
+    from vaultmem.retrieval.query import QueryOptions, backends_for, query
+
+    index = LexicalIndex.open(config.cache_dir)
+    backends = backends_for(config)
+    options = QueryOptions(limit=k)
+    told: set[str] = set()
+
+    def run(text: str) -> list[str]:
+        result = query(config, text, backends=backends, options=options, index=index)
+        for stage in result.degraded:
+            line = stage_line(stage)
+            if line not in told:
+                told.add(line)
+                typer.echo(line, err=True)
+        return [h.path for h in result.hits]
+
+    return run
 
 
 @app.command(name="eval")
@@ -52,7 +77,7 @@ def eval_(
     mode (only the JSON with --json).
 
     Example:
-        vaultmem --vault bench-vaults/dev eval ../shared/bench/manpages/dev/queries.jsonl -m search -m vsearch
+        vaultmem --vault example-vault eval tests/data/example_queries.jsonl -m search -m query
     """
     from vaultmem.evaluation import METRICS, evaluate, read_gold
 

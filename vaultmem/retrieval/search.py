@@ -44,6 +44,31 @@ def to_hits(config: Config, raw: list[LexicalHit], terms: list[str]) -> list[Hit
     return hits
 
 
+def lexical_hits(
+    config: Config,
+    text: str,
+    *,
+    limit: int,
+    filters: Filters = Filters(),
+    index: LexicalIndex | None = None,
+) -> list[LexicalHit]:
+    """Raw BM25F hits (scores, no snippets) with every filter applied, collections included.
+
+    Example:
+        >>> [h.path for h in lexical_hits(config, "redis", limit=3)]  # doctest: +SKIP
+    """
+    index = index or LexicalIndex.open(config.cache_dir)
+    wanted = limit
+    if filters.collection:
+        coll = config.collection(filters.collection)
+        filters = _with_folder(filters, coll.path)
+        wanted = limit * 5
+    raw = index.search(text, limit=wanted, filters=filters)
+    if filters.collection:
+        raw = [r for r in raw if in_collection(r.path, config, filters.collection)][:limit]
+    return raw
+
+
 def search(
     config: Config,
     text: str,
@@ -57,15 +82,7 @@ def search(
     Example:
         >>> search(config, "postgres migrations", limit=5)  # doctest: +SKIP
     """
-    index = index or LexicalIndex.open(config.cache_dir)
-    wanted = limit
-    if filters.collection:
-        coll = config.collection(filters.collection)
-        filters = _with_folder(filters, coll.path)
-        wanted = limit * 5
-    raw = index.search(text, limit=wanted, filters=filters)
-    if filters.collection:
-        raw = [r for r in raw if in_collection(r.path, config, filters.collection)][:limit]
+    raw = lexical_hits(config, text, limit=limit, filters=filters, index=index)
     return to_hits(config, raw, query_terms(text[:2000]))
 
 

@@ -82,20 +82,50 @@ def nearest_notes(
     exclude: str | None = None,
 ) -> list[Hit]:
     """Notes owning the fragments nearest to ``vector``, best fragment first per note."""
+    return nearest_notes_many(
+        config, embedder, [vector], limit=limit, filters=filters, exclude=exclude
+    )[0]
+
+
+def nearest_notes_many(
+    config: Config,
+    embedder: Embedder,
+    vectors: Sequence[Sequence[float]],
+    *,
+    limit: int,
+    filters: Filters = Filters(),
+    exclude: str | None = None,
+) -> list[list[Hit]]:
+    """:func:`nearest_notes` for several query vectors, one hit list per vector, in order.
+
+    The fragment map and the store are opened once for all of them (``query`` searches
+    the original and every expansion variant this way).
+    """
     from vaultmem.index.vectors import VectorStore
 
+    if not vectors:
+        return []
     idx = _load(config, embedder)
     store = VectorStore.open(config.cache_dir, embedder.model_id, embedder.dimension, config.chroma)
     try:
         total = store.count()
         if total == 0:
             raise IndexStateError(_no_vectors(embedder.model_id, store.models()))
+        out: list[list[Hit]] = [[] for _ in vectors]
+        pending = list(range(len(vectors)))
         k = min(total, max(64, limit * 10))
-        while True:
-            hits = _group(config, idx, store.query(vector, k), limit, filters, exclude)
-            if len(hits) >= limit or k >= total:
-                return hits
+        # Filters can hide most neighbours: widen the search for the vectors still short of
+        # `limit` notes until they have enough or the whole store was looked at.
+        while pending:
+            ranked = store.query_many([vectors[i] for i in pending], k)
+            short = []
+            for i, pairs in zip(pending, ranked, strict=True):
+                out[i] = _group(config, idx, pairs, limit, filters, exclude)
+                if len(out[i]) < limit and k < total:
+                    short.append(i)
+            pending = short
             k = min(total, k * 4)
+        return out
     finally:
         store.close()
 

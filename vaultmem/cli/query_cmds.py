@@ -1,0 +1,157 @@
+"""`query`: the hybrid pipeline (BM25 + vectors + expansion + reranking) on the CLI."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import typer
+
+from vaultmem.cli import app, load_config
+from vaultmem.cli.read_cmds import (
+    COLLECTION,
+    FOLDER,
+    JSON,
+    LIMIT,
+    STATUS,
+    TAG,
+    TYPE,
+    make_filters,
+    print_hits,
+)
+
+if TYPE_CHECKING:
+    from vaultmem.retrieval.query import QueryResult, Stage, StageScore, Trace
+
+
+def stage_line(stage: Stage) -> str:
+    """The one stderr line of a skipped or failed stage."""
+    return f"vaultmem: {stage.name} skipped: {stage.detail}"
+
+
+def _cell(score: StageScore | None) -> str:
+    if score is None:
+        return f"{'-':>5}  {'-':>9}"
+    return f"{score.rank:>5}  {score.score:>9.4f}"
+
+
+def _trace_table(trace: Trace) -> list[str]:
+    rows: list[tuple[str, StageScore | None]] = [*trace.lists]
+    rows += [
+        ("fused", trace.fused),
+        ("rerank", trace.rerank),
+        ("blended", trace.blended),
+        ("final", trace.final),
+    ]
+    width = max(len(name) for name, _ in rows)
+    out = [f"      {'stage':<{width}}  {'rank':>5}  {'score':>9}"]
+    out += [f"      {name:<{width}}  {_cell(score)}" for name, score in rows]
+    if trace.fragment:
+        start, end = trace.fragment
+        note = ", demoted as a near-duplicate" if trace.demoted else ""
+        out.append(f"      fragment lines {start}-{end} (chosen by {trace.fragment_source}){note}")
+    return out
+
+
+def print_explain(result: QueryResult) -> None:
+    """The human ``--explain``: every stage and list, then each hit with its stage table."""
+    typer.echo("stages:")
+    width = max((len(s.name) for s in result.stages), default=0)
+    for stage in result.stages:
+        typer.echo(f"  {stage.name:<{width}}  {stage.status:<8}  {stage.detail}")
+    if result.expansion is not None:
+        exp = result.expansion
+        typer.echo("expansion:" + (" (cached)" if exp.cached else ""))
+        for variant in exp.lexical:
+            typer.echo(f"  lexical       {variant}")
+        for variant in exp.semantic:
+            typer.echo(f"  semantic      {variant}")
+        if exp.hypothetical:
+            typer.echo(f"  hypothetical  {exp.hypothetical}")
+    if result.lists:
+        typer.echo("lists:")
+        for spec in result.lists:
+            typer.echo(f"  {spec.name:<14} w={spec.weight:g}  {spec.hits:>3} hits  {spec.text!r}")
+    if not result.hits:
+        typer.echo("no results", err=True)
+        return
+    typer.echo("results:")
+    for rank, (hit, trace) in enumerate(zip(result.hits, result.traces, strict=True), start=1):
+        typer.echo(f"{rank:>2}. {hit.title}  [{hit.path}]  {hit.score:.3f}")
+        if hit.snippet:
+            typer.echo(f"    {hit.line}: {hit.snippet}")
+        for line in _trace_table(trace):
+            typer.echo(line)
+
+
+@app.command()
+def query(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., metavar="QUERY", help="What you are looking for."),
+    limit: int = LIMIT,
+    json_out: bool = JSON,
+    folder: str = FOLDER,
+    tag: str = TAG,
+    type_: str = TYPE,
+    status: str = STATUS,
+    collection: str = COLLECTION,
+    candidates: int = typer.Option(
+        30, "--candidates", min=1, max=1000, help="How many fused results the reranker sees."
+    ),
+    intent: str = typer.Option(
+        None,
+        "--intent",
+        help="What you are after (steers expansion, fragment choice and reranking; "
+        "always expands).",
+    ),
+    explain: bool = typer.Option(
+        False, "--explain", help="Show every stage, and each result's rank and score at each."
+    ),
+    no_expand: bool = typer.Option(False, "--no-expand", help="Skip LLM query expansion."),
+    no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip reranking."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No stderr line for stages skipped for want of a model."
+    ),
+) -> None:
+    """Hybrid search: keywords and vectors, LLM query expansion, reranking, fusion.
+
+    BM25 probe → expansion by the LLM (skipped when the keyword match is already strong
+    and no --intent is given) → BM25 and vector search of the query and each variant →
+    reciprocal rank fusion → reranking of the best fragment per note → position-aware
+    blend → near-duplicates demoted. Every model is optional: without an LLM there is no
+    expansion, without a reranker the fused order stands, without an embedder only BM25
+    runs; each missing stage is one stderr line (none with --quiet; with --explain they
+    are in the stage list instead). Same filters, -n and --json as `search`; with
+    --explain --json each line has an "explain" object (stages, lists, expansion, and
+    the result's rank and score at every stage).
+
+    Example:
+        vaultmem --vault example-vault query "that thing about caching we decided" -n 3
+    """
+    from vaultmem.retrieval.query import QueryOptions, backends_for
+    from vaultmem.retrieval.query import query as run_query
+
+    config = load_config(ctx)
+    options = QueryOptions(
+        limit=limit,
+        candidates=candidates,
+        intent=intent,
+        expand=not no_expand,
+        rerank=not no_rerank,
+        filters=make_filters(folder, tag, type_, status, collection),
+    )
+    result = run_query(config, text, backends=backends_for(config), options=options)
+    # Human --explain lists skipped stages with their reasons; anything else gets one
+    # stderr line per degradation, so a pipe of --json stays clean on stdout.
+    if not quiet and not (explain and not json_out):
+        for stage in result.degraded:
+            typer.echo(stage_line(stage), err=True)
+    if json_out and explain:
+        shared = result.explain_json()
+        for hit, trace in zip(result.hits, result.traces, strict=True):
+            payload = {**hit.as_json(), "explain": {**shared, **trace.as_json()}}
+            typer.echo(json.dumps(payload, ensure_ascii=False))
+    elif explain:
+        print_explain(result)
+    else:
+        print_hits(list(result.hits), json_out)

@@ -1,0 +1,89 @@
+"""jinja2 templates: shipped inside the package, overridable per vault (SPEC §1).
+
+Packaged templates live in ``vaultmem/templates/`` (package data, so they ship in the
+wheel and load from an installed vaultmem with :mod:`importlib.resources`, whatever the
+working directory). A vault overrides one by putting a file of the same relative name in
+``<vault>/.vaultmem/templates/`` (e.g. ``.vaultmem/templates/prompts/expand.j2``); the
+override wins.
+
+Templates render plain text (prompts, markdown), so autoescaping is off, and undefined
+variables are errors rather than silently empty: a typo in an override should be
+reported, not produce a prompt with a hole in it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vaultmem.config import Config
+from vaultmem.errors import TemplateError
+
+PACKAGE = "vaultmem"
+PACKAGE_DIR = "templates"
+OVERRIDE_DIR = Path(".vaultmem") / "templates"
+
+
+def override_dir(config: Config) -> Path:
+    """Where the vault's own templates live: ``<vault>/.vaultmem/templates``."""
+    return config.vault / OVERRIDE_DIR
+
+
+def _packaged(name: str) -> str | None:
+    """The text of the packaged template ``name`` (a ``/``-separated path), or None."""
+    from importlib.resources import files
+
+    node = files(PACKAGE).joinpath(PACKAGE_DIR)
+    for part in name.split("/"):
+        if part in ("", ".", ".."):
+            return None
+        node = node.joinpath(part)
+    try:
+        return node.read_text(encoding="utf-8") if node.is_file() else None
+    except OSError:
+        return None
+
+
+def template_source(config: Config, name: str) -> tuple[str, str]:
+    """``(text, where)`` of template ``name``: the vault's override, else the packaged one.
+
+    ``where`` is the override's path or ``package:vaultmem/templates/<name>``.
+    Raises :class:`TemplateError` when neither exists.
+    """
+    override = override_dir(config) / name
+    try:
+        if override.is_file():
+            return override.read_text(encoding="utf-8-sig"), str(override)
+    except OSError as exc:
+        raise TemplateError(f"template {override}: cannot read: {exc.strerror}") from None
+    text = _packaged(name)
+    if text is None:
+        raise TemplateError(
+            f"no template {name!r} (looked in {override_dir(config)} and the package)"
+        )
+    return text, f"package:{PACKAGE}/{PACKAGE_DIR}/{name}"
+
+
+def render(config: Config, name: str, **context: Any) -> str:
+    """Render template ``name`` with ``context``; one-line :class:`TemplateError` on failure.
+
+    Example:
+        >>> render(config, "prompts/expand.j2", query="redis", intent=None,
+        ...        lexical_count=2, semantic_count=2)  # doctest: +SKIP
+    """
+    import jinja2
+
+    text, where = template_source(config, name)
+    env = jinja2.Environment(
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    try:
+        return env.from_string(text).render(**context)
+    except jinja2.TemplateError as exc:
+        line = getattr(exc, "lineno", None)
+        at = f":{line}" if line else ""
+        raise TemplateError(f"template {where}{at}: {exc}") from None
