@@ -28,7 +28,7 @@ from vaultmem.index.vectors import VectorStore
 from vaultmem.indexer import index_vault
 from vaultmem.inference.local import LocalEmbedder
 from vaultmem.retrieval.search import search
-from vaultmem.retrieval.vsearch import vsearch
+from vaultmem.retrieval.vsearch import VectorIndex, vsearch
 
 
 def run_embed(vault: object) -> tuple[dict, float, float]:
@@ -90,9 +90,10 @@ def main() -> None:
     qvecs = np.array(embedder.embed([q["query"] for q in qs]), dtype=np.float32)
     recall = chroma_recall(config, embedder, qvecs)
     index = LexicalIndex.open(config.cache_dir)
+    vindex = VectorIndex(config, embedder)
     lex_run, vec_run, times = [], [], []
     for q in qs[:20]:
-        vsearch(config, q["query"], embedder)
+        vsearch(config, q["query"], embedder, index=vindex)
     for q in qs:
         lex_run.append(
             {
@@ -101,7 +102,7 @@ def main() -> None:
             }
         )
         start = time.perf_counter()
-        hits = vsearch(config, q["query"], embedder)
+        hits = vsearch(config, q["query"], embedder, index=vindex)
         times.append((time.perf_counter() - start) * 1000)
         vec_run.append({"qid": q["qid"], "ranked": [note_id(h.path) for h in hits]})
     lex, vec = score(lex_run), score(vec_run)

@@ -62,6 +62,18 @@ def test_bad_batch_size() -> None:
         LocalEmbedder(batch_size=0)
 
 
+def test_batches_respect_count_and_token_budgets() -> None:
+    emb = LocalEmbedder(batch_size=3, batch_tokens=20)
+    lengths = [2, 2, 2, 2, 6, 7, 30, 5]
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    batches = emb._batches(order, lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert batches == [[0, 1, 2], [3, 7, 4], [5], [6]]  # 3 x 6 = 18 <= 20; 2 x 7 > 20
+    for b in batches:
+        assert len(b) <= 3
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 20
+
+
 def test_import_is_light() -> None:
     # SPEC §2.6: importing the module must not pull in onnxruntime, tokenizers or numpy.
     code = (

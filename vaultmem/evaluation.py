@@ -118,6 +118,8 @@ def evaluate(
             misses.append(q)
     count = len(gold)
     return ModeResult(
-        mode, {name: total / count for name, total in totals.items()}, tuple(misses),
+        mode,
+        {name: total / count for name, total in totals.items()},
+        tuple(misses),
         tick() - started,
     )

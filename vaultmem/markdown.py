@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 WIKILINK_RE = re.compile(
     r"(?P<embed>!?)\[\[(?P<target>[^\[\]|#\n^]*)"
@@ -54,6 +56,8 @@ class Outline:
 
 @lru_cache(maxsize=1)
 def _block_parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("zero").enable(["heading", "lheading", "fence", "code"])
     md.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
     return md

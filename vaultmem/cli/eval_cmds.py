@@ -28,10 +28,11 @@ def _runner(config: Config, mode: str, k: int) -> Callable[[str], list[str]]:
     if mode == "query":
         return _query_runner(config, k)
     from vaultmem.cli.vector_cmds import require_embedder
-    from vaultmem.retrieval.vsearch import vsearch
+    from vaultmem.retrieval.vsearch import VectorIndex, vsearch
 
     embedder = require_embedder(config)
-    return lambda q: [h.path for h in vsearch(config, q, embedder, limit=k)]
+    vectors = VectorIndex(config, embedder)
+    return lambda q: [h.path for h in vsearch(config, q, embedder, limit=k, index=vectors)]
 
 
 def _query_runner(config: Config, k: int) -> Callable[[str], list[str]]:
@@ -42,6 +43,16 @@ def _query_runner(config: Config, k: int) -> Callable[[str], list[str]]:
 
     index = LexicalIndex.open(config.cache_dir)
     backends = backends_for(config)
+    if backends.embedder is not None:
+        from contextlib import suppress
+        from dataclasses import replace
+
+        from vaultmem.errors import IndexStateError
+        from vaultmem.retrieval.vsearch import VectorIndex
+
+        # Opened once for every query; without vectors `query` reports the skip itself.
+        with suppress(IndexStateError):
+            backends = replace(backends, vectors=VectorIndex(config, backends.embedder))
     options = QueryOptions(limit=k)
     told: set[str] = set()
 

@@ -27,11 +27,12 @@ from whoosh.system import pack_uint
 
 from vaultmem.errors import IndexStateError
 from vaultmem.markdown import expand_tag
-from vaultmem.note import Note
 from vaultmem.retrieval.hits import HIDDEN_STATUSES, Filters
 
 if TYPE_CHECKING:
     from whoosh.index import Index
+
+    from vaultmem.note import Note
 
 # Bumped whenever the schema or analysis changes: the index is then rebuilt.
 SCHEMA_VERSION = 2
@@ -302,8 +303,10 @@ class LexicalIndex:
         query = build_query(text)
         if query is None:
             return []
+        # Block-max skipping needs per-posting length stats, which this codec leaves out
+        # (see LexicalCodec); without them it only adds overhead, so score exhaustively.
         results = self.searcher().search(
-            query, limit=limit, filter=_filter(filters), mask=_mask(filters)
+            query, limit=limit, filter=_filter(filters), mask=_mask(filters), optimize=False
         )
         return [
             LexicalHit(

@@ -64,9 +64,9 @@ class _Runtime:
 
 #: BASIC folds the int8 weight dequantisation (Cast, Mul) into fp32 constants once at
 #: load, so each run does plain fp32 MatMuls. EXTENDED/ALL add FusedMatMul and
-#: SkipLayerNorm fusions that measured ~10% slower on this graph (see module doc).
+#: SkipLayerNorm fusions that measured ~10% slower on this graph (single thread).
 _GRAPH_OPT_LEVEL = "ORT_ENABLE_BASIC"
-#: Spinning idle intra-op threads saves a few per cent on an idle machine, but when the
+#: Spinning idle intra-op threads may save a little on an idle machine, but when the
 #: cores are shared (a cron sweep next to an editor, a local LLM server) a spinning
 #: thread waits on a descheduled peer: measured 8.3 vs 12.3 fragments/s with 2 threads
 #: on a loaded 2-core box. Blocking waits degrade gracefully, so spinning stays off.
@@ -168,6 +168,14 @@ def _load_runtime(threads: int) -> _Runtime:
     return runtime
 
 
+def _usable_cores() -> int:
+    """Cores this process may run on (taskset/cpuset aware), else os.cpu_count()."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
 class LocalEmbedder:
     """In-process all-MiniLM-L6-v2 (int8 ONNX): 384-d, mean-pooled, L2-normalised vectors."""
 
@@ -181,13 +189,13 @@ class LocalEmbedder:
 
         ``batch_size`` caps the texts and ``batch_tokens`` the padded tokens
         (texts x longest) of one ONNX run; a text longer than the budget runs alone.
-        ``threads`` is onnxruntime's intra-op thread count (default: every core).
+        ``threads`` is onnxruntime's intra-op thread count (default: every usable core).
         """
         if batch_size < 1 or batch_tokens < 1:
             raise ValueError("batch_size and batch_tokens must be at least 1")
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        self.threads = max(1, threads if threads is not None else (os.cpu_count() or 1))
+        self.threads = max(1, threads if threads is not None else _usable_cores())
 
     @property
     def model_id(self) -> str:

@@ -37,7 +37,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vaultmem.atomic import atomic_write
 from vaultmem.config import Config
@@ -49,6 +49,9 @@ from vaultmem.inference.rerank import Reranker
 from vaultmem.retrieval import fusion
 from vaultmem.retrieval.hits import Filters, Hit
 from vaultmem.retrieval.snippets import MAX_SNIPPET, best_line
+
+if TYPE_CHECKING:
+    from vaultmem.retrieval.vsearch import VectorIndex
 
 __all__ = [
     "Backends",
@@ -251,6 +254,8 @@ class Backends:
     embedder: Embedder | None = None
     llm: LLMClient | None = None
     reranker: Reranker | None = None
+    # An opened vector index a long-lived caller keeps (eval, benchmarks); else per query.
+    vectors: VectorIndex | None = None
     embedder_note: str = "no embedder configured"
     llm_note: str = (
         "no LLM configured (set VAULTMEM_LLM_URL and VAULTMEM_LLM_MODEL, or [llm] url and model)"
@@ -277,7 +282,7 @@ def backends_for(config: Config) -> Backends:
     from vaultmem.inference.llm import LLMConfig
     from vaultmem.inference.rerank import EndpointReranker, LLMReranker, RerankConfig
 
-    notes: dict[str, str] = {}
+    notes: dict[str, Any] = {}
     embedder: Embedder | None = None
     try:
         embedder = embedder_for(config)
@@ -587,7 +592,9 @@ def _vector_lists(
     try:
         # One embedding call for every text: a single batch, one request to an endpoint.
         vectors = embedder.embed([q[:MAX_QUERY_CHARS] for _, q, _ in queries])
-        found = nearest_notes_many(config, embedder, vectors, limit=depth, filters=filters)
+        found = nearest_notes_many(
+            config, embedder, vectors, limit=depth, filters=filters, index=backends.vectors
+        )
     except VaultmemError as exc:  # no vectors yet, endpoint down, store trouble
         return Stage("vectors", "failed", f"{exc}: BM25 only")
     for (name, query_text, weight), hits in zip(queries, found, strict=True):

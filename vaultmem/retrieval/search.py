@@ -11,27 +11,23 @@ from vaultmem.retrieval.snippets import Snippet, best_line
 from vaultmem.vault import in_collection
 
 
-def note_snippet(root: Path, path: str, terms: list[str], first_line: int = 1) -> Snippet:
-    """The best line of the note at ``path`` for ``terms`` (empty when it can't be read)."""
+def note_snippet(root: Path, path: str, terms: list[str]) -> Snippet:
+    """The best body line of the note at ``path`` for ``terms`` (empty when unreadable)."""
     try:
         text = (root / path).read_text(encoding="utf-8-sig", errors="replace")
     except OSError:
         return Snippet("", 0)
-    return best_line(text.splitlines(), terms, first_line=first_line)
+    lines = text.splitlines()
+    return best_line(lines, terms, first_line=_body_start(lines))
 
 
-def _body_start(root: Path, path: str) -> int:
-    # The snippet should come from the body, not the YAML; find the closing delimiter.
-    try:
-        with (root / path).open("r", encoding="utf-8-sig", errors="replace") as fh:
-            first = fh.readline()
-            if first.rstrip("\r\n") != "---":
-                return 1
-            for number, line in enumerate(fh, start=2):
-                if line.rstrip("\r\n") in ("---", "..."):
-                    return number + 1
-    except OSError:
-        pass
+def _body_start(lines: list[str]) -> int:
+    # The snippet should come from the body, not the YAML: skip past the closing delimiter.
+    if not lines or lines[0].rstrip() != "---":
+        return 1
+    for number, line in enumerate(lines[1:], start=2):
+        if line.rstrip() in ("---", "..."):
+            return number + 1
     return 1
 
 
@@ -39,7 +35,7 @@ def to_hits(config: Config, raw: list[LexicalHit], terms: list[str]) -> list[Hit
     """Attach each lexical hit's best snippet (read from the note itself)."""
     hits = []
     for r in raw:
-        snip = note_snippet(config.vault, r.path, terms, _body_start(config.vault, r.path))
+        snip = note_snippet(config.vault, r.path, terms)
         hits.append(Hit(r.path, r.title, r.score, snip.text, snip.line, r.type, r.status))
     return hits
 

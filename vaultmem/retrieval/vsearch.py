@@ -72,6 +72,69 @@ def _no_vectors(model_id: str, models: list[tuple[str, int, int]]) -> str:
     return f"no vectors for model {model_id} yet: run `vaultmem embed`{hint}"
 
 
+class VectorIndex:
+    """The vector side of a vault, opened once: fragment owners, the manifest and the store.
+
+    Opening costs a manifest and fragment-map load plus a Chroma client; a process that
+    searches many times (``eval``, ``query`` with variants, an agent server) keeps one.
+    """
+
+    def __init__(self, config: Config, embedder: Embedder) -> None:
+        from vaultmem.index.vectors import VectorStore
+
+        self.config = config
+        self.embedder = embedder
+        self._idx = _load(config, embedder)
+        self._store = VectorStore.open(
+            config.cache_dir, embedder.model_id, embedder.dimension, config.chroma
+        )
+        self._total = self._store.count()
+        if self._total == 0:
+            models = self._store.models()
+            self._store.close()
+            raise IndexStateError(_no_vectors(embedder.model_id, models))
+
+    def close(self) -> None:
+        """Release the vector store."""
+        self._store.close()
+
+    def __enter__(self) -> VectorIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def nearest_many(
+        self,
+        vectors: Sequence[Sequence[float]],
+        *,
+        limit: int,
+        filters: Filters = Filters(),
+        exclude: str | None = None,
+    ) -> list[list[Hit]]:
+        """Notes owning the fragments nearest each vector, one hit list per vector."""
+        out: list[list[Hit]] = [[] for _ in vectors]
+        pending = list(range(len(vectors)))
+        k = min(self._total, max(64, limit * 10))
+        # Filters can hide most neighbours: widen the search for the vectors still short of
+        # `limit` notes until they have enough or the whole store was looked at.
+        while pending:
+            ranked = self._store.query_many([vectors[i] for i in pending], k)
+            short = []
+            for i, pairs in zip(pending, ranked, strict=True):
+                out[i] = _group(self.config, self._idx, pairs, limit, filters, exclude)
+                if len(out[i]) < limit and k < self._total:
+                    short.append(i)
+            pending = short
+            k = min(self._total, k * 4)
+        return out
+
+    def note_vectors(self, path: str) -> list[list[float]]:
+        """The stored vectors of every fragment of the note at ``path``."""
+        mine = [h for h, owners in self._idx.owners.items() if any(p == path for p, _ in owners)]
+        return list(self._store.vectors(mine).values()) if mine else []
+
+
 def nearest_notes(
     config: Config,
     embedder: Embedder,
@@ -95,39 +158,19 @@ def nearest_notes_many(
     limit: int,
     filters: Filters = Filters(),
     exclude: str | None = None,
+    index: VectorIndex | None = None,
 ) -> list[list[Hit]]:
     """:func:`nearest_notes` for several query vectors, one hit list per vector, in order.
 
     The fragment map and the store are opened once for all of them (``query`` searches
-    the original and every expansion variant this way).
+    the original and every expansion variant this way), or taken from ``index``.
     """
-    from vaultmem.index.vectors import VectorStore
-
     if not vectors:
         return []
-    idx = _load(config, embedder)
-    store = VectorStore.open(config.cache_dir, embedder.model_id, embedder.dimension, config.chroma)
-    try:
-        total = store.count()
-        if total == 0:
-            raise IndexStateError(_no_vectors(embedder.model_id, store.models()))
-        out: list[list[Hit]] = [[] for _ in vectors]
-        pending = list(range(len(vectors)))
-        k = min(total, max(64, limit * 10))
-        # Filters can hide most neighbours: widen the search for the vectors still short of
-        # `limit` notes until they have enough or the whole store was looked at.
-        while pending:
-            ranked = store.query_many([vectors[i] for i in pending], k)
-            short = []
-            for i, pairs in zip(pending, ranked, strict=True):
-                out[i] = _group(config, idx, pairs, limit, filters, exclude)
-                if len(out[i]) < limit and k < total:
-                    short.append(i)
-            pending = short
-            k = min(total, k * 4)
-        return out
-    finally:
-        store.close()
+    if index is not None:
+        return index.nearest_many(vectors, limit=limit, filters=filters, exclude=exclude)
+    with VectorIndex(config, embedder) as opened:
+        return opened.nearest_many(vectors, limit=limit, filters=filters, exclude=exclude)
 
 
 def _group(
@@ -168,7 +211,13 @@ def _group(
 
 
 def vsearch(
-    config: Config, text: str, embedder: Embedder, *, limit: int = 10, filters: Filters = Filters()
+    config: Config,
+    text: str,
+    embedder: Embedder,
+    *,
+    limit: int = 10,
+    filters: Filters = Filters(),
+    index: VectorIndex | None = None,
 ) -> list[Hit]:
     """Semantic search: embed the query, find the nearest fragments, group them to notes.
 
@@ -178,27 +227,20 @@ def vsearch(
     if not text.strip():
         return []
     vector = embedder.embed([text[:4000]])[0]
-    return nearest_notes(config, embedder, vector, limit=limit, filters=filters)
+    return nearest_notes_many(
+        config, embedder, [vector], limit=limit, filters=filters, index=index
+    )[0]
 
 
 def similar(
     config: Config, path: str, embedder: Embedder, *, limit: int = 10, filters: Filters = Filters()
 ) -> list[Hit]:
     """Notes closest to the note at ``path`` (the mean of its fragment vectors)."""
-    from vaultmem.index.vectors import VectorStore
-
-    idx = _load(config, embedder)
-    mine = [h for h, owners in idx.owners.items() if any(p == path for p, _ in owners)]
-    if not mine:
-        raise IndexStateError(f"{path} has no vectors yet: run `vaultmem embed`")
-    store = VectorStore.open(config.cache_dir, embedder.model_id, embedder.dimension, config.chroma)
-    try:
-        vectors = list(store.vectors(mine).values())
-    finally:
-        store.close()
-    if not vectors:
-        raise IndexStateError(f"{path} has no vectors yet: run `vaultmem embed`")
-    mean = [sum(col) / len(vectors) for col in zip(*vectors, strict=True)]
-    norm = sum(x * x for x in mean) ** 0.5 or 1.0
-    centre = [x / norm for x in mean]
-    return nearest_notes(config, embedder, centre, limit=limit, filters=filters, exclude=path)
+    with VectorIndex(config, embedder) as index:
+        vectors = index.note_vectors(path)
+        if not vectors:
+            raise IndexStateError(f"{path} has no vectors yet: run `vaultmem embed`")
+        mean = [sum(col) / len(vectors) for col in zip(*vectors, strict=True)]
+        norm = sum(x * x for x in mean) ** 0.5 or 1.0
+        centre = [x / norm for x in mean]
+        return index.nearest_many([centre], limit=limit, filters=filters, exclude=path)[0]
