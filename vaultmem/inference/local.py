@@ -226,17 +226,34 @@ class LocalEmbedder:
             return []
         import numpy as np
 
-        with _lock:  # loading is once per process; the session itself is thread-safe
+        with _lock:  # loading is once per process
             tokenizer = _load_tokenizer()
-            runtime = _load_runtime(self.threads)
 
         encodings = tokenizer.encode_batch(list(texts), add_special_tokens=True)
         lengths = [len(e.ids) for e in encodings]
         # Sort by length so each batch pads to a near-uniform length: less wasted
         # compute on padding. Stable sort keeps equal lengths in input order.
         order = sorted(range(len(texts)), key=lengths.__getitem__)
+        batches = self._batches(order, lengths)
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        for idx in self._batches(order, lengths):
+        if self.threads > 1 and len(batches) > 1:
+            # Many small batches: run them side by side on single-threaded sessions (the
+            # session is thread-safe and releases the GIL). Intra-op threads split each
+            # small matrix product too finely: 22 vs 28 fragments/s on 2 cores (BENCHMARKS.md).
+            from concurrent.futures import ThreadPoolExecutor
+
+            with _lock:
+                runtime = _load_runtime(1)
+            with ThreadPoolExecutor(max_workers=self.threads) as pool:
+                runs = pool.map(
+                    lambda idx: self._run_batch(runtime, [encodings[i] for i in idx]), batches
+                )
+                for idx, vectors in zip(batches, runs, strict=True):
+                    out[idx] = vectors
+            return out.tolist()
+        with _lock:
+            runtime = _load_runtime(self.threads)
+        for idx in batches:
             out[idx] = self._run_batch(runtime, [encodings[i] for i in idx])
         return out.tolist()
 
