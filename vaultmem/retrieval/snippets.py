@@ -39,7 +39,7 @@ def best_line(lines: Sequence[str], terms: Sequence[str], *, first_line: int = 1
     wanted = set(terms)
     # A cheap substring test on each stem's head skips most lines before analysis.
     heads = [t[:4] for t in wanted if t]
-    best: tuple[int, int] | None = None
+    best: tuple[float, int] | None = None
     fallback: int | None = None
     for number in range(max(first_line, 1), len(lines) + 1):
         raw = lines[number - 1]
@@ -51,9 +51,12 @@ def best_line(lines: Sequence[str], terms: Sequence[str], *, first_line: int = 1
         if not any(h in lower for h in heads):
             continue
         found = set(analyse(raw)) & wanted
-        if found and (best is None or len(found) > best[0]):
-            best = (len(found), number)
-            if len(found) == len(wanted):
+        # A heading only repeats what the result's title line shows: a body line with as
+        # many matches is the better snippet.
+        score = len(found) - (0.5 if raw.lstrip().startswith("#") else 0.0)
+        if found and (best is None or score > best[0]):
+            best = (score, number)
+            if score == len(wanted):
                 break
     number = best[1] if best else (fallback or max(first_line, 1))
     text = lines[number - 1] if 0 < number <= len(lines) else ""
