@@ -342,9 +342,14 @@ def _sweep(
         store.close()
 
 
-def fragment_map(config: Config, max_chars: int) -> dict[str, list[tuple[str, FragmentRef]]]:
-    """fragment hash → [(note path, ref)] for every indexed note with known fragments."""
-    manifest = mf.load(config.cache_dir)
+def fragment_map(
+    config: Config, max_chars: int, manifest: mf.Manifest | None = None
+) -> dict[str, list[tuple[str, FragmentRef]]]:
+    """fragment hash → [(note path, ref)] for every indexed note with known fragments.
+
+    Pass ``manifest`` when the caller has already loaded it.
+    """
+    manifest = manifest if manifest is not None else mf.load(config.cache_dir)
     cache = FragmentCache.load(config.cache_dir, max_chars)
     out: dict[str, list[tuple[str, FragmentRef]]] = {}
     for path, entry in manifest.entries.items():
@@ -353,12 +358,14 @@ def fragment_map(config: Config, max_chars: int) -> dict[str, list[tuple[str, Fr
     return out
 
 
-def coverage(config: Config, model_id: str, max_chars: int) -> Mapping[str, int]:
+def coverage(
+    config: Config, model_id: str, max_chars: int, manifest: mf.Manifest | None = None
+) -> Mapping[str, int]:
     """Fragments embedded for ``model_id`` out of those known, and notes not yet split.
 
     Reads only vaultmem's own files (no Chroma, no model): cheap enough for `status`.
     """
-    manifest = mf.load(config.cache_dir)
+    manifest = manifest if manifest is not None else mf.load(config.cache_dir)
     cache = FragmentCache.load(config.cache_dir, max_chars)
     wanted: set[str] = set()
     unsplit = 0

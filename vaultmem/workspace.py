@@ -107,7 +107,7 @@ def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultS
         last_index=manifest.last_index,
         cache_bytes=cache_size(config.cache_dir),
         embeddings={
-            model: dict(coverage(config, model, max_chars))
+            model: dict(coverage(config, model, max_chars, manifest))
             for model, max_chars in (models or {}).items()
         },
     )

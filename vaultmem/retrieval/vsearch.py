@@ -60,7 +60,7 @@ def _load(config: Config, embedder: Embedder) -> _Index:
     manifest = mf.load(config.cache_dir)
     if not manifest.entries:
         raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
-    owners = fragment_map(config, embedder.max_chars)
+    owners = fragment_map(config, embedder.max_chars, manifest)
     if not owners:
         raise IndexStateError(f"no vectors for model {embedder.model_id} yet: run `vaultmem embed`")
     return _Index(manifest, owners)
@@ -135,21 +135,6 @@ class VectorIndex:
         return list(self._store.vectors(mine).values()) if mine else []
 
 
-def nearest_notes(
-    config: Config,
-    embedder: Embedder,
-    vector: Sequence[float],
-    *,
-    limit: int,
-    filters: Filters = Filters(),
-    exclude: str | None = None,
-) -> list[Hit]:
-    """Notes owning the fragments nearest to ``vector``, best fragment first per note."""
-    return nearest_notes_many(
-        config, embedder, [vector], limit=limit, filters=filters, exclude=exclude
-    )[0]
-
-
 def nearest_notes_many(
     config: Config,
     embedder: Embedder,
@@ -160,7 +145,7 @@ def nearest_notes_many(
     exclude: str | None = None,
     index: VectorIndex | None = None,
 ) -> list[list[Hit]]:
-    """:func:`nearest_notes` for several query vectors, one hit list per vector, in order.
+    """Notes owning the fragments nearest each query vector, one hit list per vector.
 
     The fragment map and the store are opened once for all of them (``query`` searches
     the original and every expansion variant this way), or taken from ``index``.
