@@ -239,3 +239,34 @@ def _build_parallel(
         merged.skipped.extend(part.skipped)
         merged.bytes_read += part.bytes_read
     return merged
+
+
+def refresh_paths(config: Config, paths: Iterable[str], removed: Iterable[str] = ()) -> None:
+    """Re-index just ``paths`` (and drop ``removed``) after vaultmem itself wrote them.
+
+    The caller holds the vault lock. A vault that was never indexed is left alone: the
+    first `index` will see everything. Commands that edit notes call this so a search run
+    right after `forget` or `promote` already sees the new state.
+    """
+    cache = config.cache_dir
+    old = mf.load(cache)
+    if not old.entries or old.lexical_schema != SCHEMA_VERSION:
+        return
+    gone = set(removed)
+    todo: list[tuple[FileStat, bytes | None]] = []
+    for path in dict.fromkeys(paths):
+        try:
+            st = os.stat(config.vault / path)
+        except FileNotFoundError:
+            gone.add(path)
+            continue
+        todo.append((FileStat(path, st.st_mtime_ns, st.st_size), None))
+    parsed = _Parsed()
+    index = LexicalIndex.open(cache, create=True)
+    try:
+        index.update(parsed.notes(config.vault, todo, lambda: None), remove=sorted(gone))
+    finally:
+        index.close()
+    entries = {p: e for p, e in old.entries.items() if p not in gone}
+    entries.update(parsed.entries)
+    mf.save(cache, mf.Manifest(entries, old.last_index, old.lexical_schema))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,20 @@ def load_config(ctx: typer.Context, **overrides: Any) -> Any:
     )
 
 
+def clock() -> datetime:
+    """Now, in UTC; ``VAULTMEM_NOW`` (ISO 8601) pins it, for tests and replays."""
+    from vaultmem.errors import ConfigError
+    from vaultmem.memory.state import parse_time
+
+    pinned = os.environ.get("VAULTMEM_NOW", "").strip()
+    if not pinned:
+        return datetime.now(UTC)
+    when = parse_time(pinned)
+    if when is None:
+        raise ConfigError(f"VAULTMEM_NOW={pinned!r} is not an ISO 8601 date or datetime")
+    return when
+
+
 def stdout_is_tty() -> bool:
     """Whether to draw progress bars (never in cron or pipes)."""
     return sys.stderr.isatty()
@@ -127,6 +142,9 @@ class ProgressBar:
 from vaultmem.cli import (  # noqa: E402,F401
     eval_cmds,
     index_cmds,
+    lifecycle_cmds,
+    link_cmds,
+    memory_cmds,
     query_cmds,
     read_cmds,
     vector_cmds,

@@ -9,15 +9,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from vaultmem.atomic import atomic_write
 from vaultmem.errors import IndexStateError
-from vaultmem.note import Note
+from vaultmem.frontmatter import OWNED_KEYS
+from vaultmem.note import Note, iso
+from vaultmem.scores import quality
 from vaultmem.vault import FileStat
 
-SCHEMA = 2
+SCHEMA = 3
 FILE_NAME = "manifest.json"
 
 
@@ -33,6 +36,10 @@ class Entry:
     type: str = "note"
     status: str = "active"
     tags: tuple[str, ...] = ()
+    # vaultmem's own frontmatter keys as JSON values (dates as ISO text), and the note's
+    # quality score: what ranking, `review`, `promote` and `gc` need without reading notes.
+    memory: Mapping[str, Any] = field(default_factory=dict)
+    quality: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ def _entry(raw: Mapping[str, Any]) -> Entry:
         type=str(raw.get("type", "note")),
         status=str(raw.get("status", "active")),
         tags=tuple(raw.get("tags", ())),
+        memory=dict(raw.get("memory", {})),
+        quality=float(raw.get("quality", 0.0)),
     )
 
 
@@ -110,7 +119,26 @@ def entry_for(note: Note) -> Entry:
         note.type,
         note.status,
         note.tags,
+        memory_keys(note.meta),
+        quality(note.body, note.meta),
     )
+
+
+def memory_keys(meta: Mapping[Any, Any]) -> dict[str, Any]:
+    """vaultmem's own keys of a frontmatter, as JSON values (dates become ISO text)."""
+    return {key: _jsonable(meta[key]) for key in OWNED_KEYS if key in meta}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, date | datetime):
+        return iso(value)
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
 
 
 def plan(manifest: Manifest, files: Iterable[FileStat]) -> Plan:

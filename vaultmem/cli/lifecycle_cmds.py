@@ -1,0 +1,3 @@
+"""Vault-wide sweeps: `promote`, `gc`, `review`."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Typed links: `link`, `unlink`, `links`."""
+
+from __future__ import annotations

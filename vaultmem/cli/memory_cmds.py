@@ -1,0 +1,3 @@
+"""`remember`, `touch`, `observe`, `pin`/`unpin`, `snooze`/`unsnooze`, `forget`/`restore`."""
+
+from __future__ import annotations

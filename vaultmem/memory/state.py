@@ -1,0 +1,134 @@
+"""A note's memory state, read from the manifest (no note is opened).
+
+The index records vaultmem's own frontmatter keys per note (``Entry.memory``), so ranking,
+`review`, `promote` and `gc` see every note's state from one JSON file. Values written by
+hand may be malformed; each is read leniently (a bad value counts as absent) because one
+odd note must not stop a sweep over the vault.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from vaultmem.index import manifest as mf
+from vaultmem.scores import MemoryState, default_half_life, parse_half_life, to_utc
+
+__all__ = ["NoteMemory", "as_float", "as_int", "link_targets", "note_memory", "parse_time"]
+
+DEFAULT_CONFIDENCE = 0.5
+
+
+@dataclass(frozen=True)
+class NoteMemory:
+    """Everything the memory features know about one note."""
+
+    path: str
+    title: str
+    type: str
+    status: str
+    pinned: bool
+    confidence: float
+    quality: float
+    snoozed_until: datetime | None
+    tags: tuple[str, ...]
+    superseded_by: tuple[str, ...]
+    state: MemoryState
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A frontmatter date/datetime (or ISO text) as aware UTC; None when absent or bad."""
+    if isinstance(value, datetime | date):
+        return to_utc(value)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        return to_utc(datetime.fromisoformat(text))
+    except ValueError:
+        return None
+
+
+def as_float(value: Any, default: float) -> float:
+    """A number from frontmatter, or ``default`` for anything else (bools included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        return default
+    return default if math.isnan(number) else number
+
+
+def as_int(value: Any, default: int = 0) -> int:
+    """A count from frontmatter, or ``default``."""
+    number = as_float(value, float(default))
+    return int(number) if math.isfinite(number) else default
+
+
+def link_targets(value: Any) -> tuple[str, ...]:
+    """The targets of a typed-link value: ``"[[A]]"``, ``["[[A|alias]]", "B"]`` → A, B."""
+    items = value if isinstance(value, list | tuple) else [value]
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        text = item.strip()
+        if text.startswith("[[") and text.endswith("]]"):
+            text = text[2:-2]
+        text = text.split("|", 1)[0].split("#", 1)[0].strip()
+        if text:
+            out.append(text)
+    return tuple(out)
+
+
+def _half_life(memory: Mapping[str, Any], note_type: str) -> Any:
+    raw = memory.get("half_life")
+    if raw is None:
+        return default_half_life(note_type)
+    try:
+        return parse_half_life(raw)
+    except ValueError:
+        return default_half_life(note_type)
+
+
+def note_memory(path: str, entry: mf.Entry) -> NoteMemory:
+    """The memory view of one manifest entry.
+
+    The file's mtime stands in for ``created`` only when the note has neither ``created``
+    nor ``last_used``: the spec's "created: first seen". An mtime is not a use of the
+    note here, because git checkouts, syncs and vaultmem's own write-backs all reset it.
+    """
+    memory = entry.memory
+    note_type = entry.type or "note"
+    created = parse_time(memory.get("created"))
+    last_used = parse_time(memory.get("last_used"))
+    mtime = None
+    if created is None and last_used is None and entry.mtime_ns:
+        mtime = datetime.fromtimestamp(entry.mtime_ns / 1e9, tz=UTC)
+    state = MemoryState(
+        type=note_type,
+        half_life=_half_life(memory, note_type),
+        use_count=max(as_int(memory.get("use_count")), 0),
+        strength=as_float(memory.get("strength"), 1.0),
+        pinned=memory.get("pinned") is True,
+        created=created,
+        last_used=last_used,
+        mtime=mtime,
+    )
+    return NoteMemory(
+        path=path,
+        title=entry.title,
+        type=note_type,
+        status=entry.status or "active",
+        pinned=state.pinned,
+        confidence=min(1.0, max(0.0, as_float(memory.get("confidence"), DEFAULT_CONFIDENCE))),
+        quality=entry.quality,
+        snoozed_until=parse_time(memory.get("snoozed_until")),
+        tags=entry.tags,
+        superseded_by=link_targets(memory.get("superseded_by")),
+        state=state,
+    )
