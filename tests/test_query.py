@@ -252,7 +252,7 @@ def test_nothing_but_an_embedder_gives_bm25_and_vector_fusion(
 
 def test_no_embedder_gives_bm25_only(qcli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VAULTMEM_EMBEDDER", "none")  # and no LLM, no reranker
-    result = qcli("query", CACHING, "--json", "--explain")
+    result = qcli("query", CACHING, "--json", "--explain", "--no-prior", "--no-review")
     hits = [json.loads(line) for line in result.stdout.splitlines()]
     assert [s["name"] for s in hits[0]["explain"]["lists"]] == ["bm25:original"]
     assert any(
@@ -260,7 +260,8 @@ def test_no_embedder_gives_bm25_only(qcli: Cli, monkeypatch: pytest.MonkeyPatch)
         for line in result.stderr.splitlines()
     )
     # One list, no reranker: the keyword order, as `search` gives it.
-    assert [h["path"] for h in hits] == [h["path"] for h in qcli.json_lines("search", CACHING)]
+    plain = qcli.json_lines("search", CACHING, "--no-prior", "--no-review")
+    assert [h["path"] for h in hits] == [h["path"] for h in plain]
 
 
 def test_filters_hold_in_every_list(qcli: Cli, server: FakeOpenAIServer) -> None:

@@ -81,6 +81,9 @@ class Config:
     memory_folder: str = "memory"
     archive_folder: str = "archive"
     stm_half_life: str = "3d"
+    # Memory-aware ranking (SPEC §5): reach of the prior, share of slots for review notes.
+    prior_weight: float = 0.1
+    review_share: float = 0.3
     lock_timeout: float = 30.0
     embed: RoleConfig = field(default_factory=RoleConfig)
     llm: RoleConfig = field(default_factory=RoleConfig)
@@ -104,6 +107,8 @@ ENV_KEYS: dict[str, str] = {
     "VAULTMEM_EXCLUDE": "exclude",
     "VAULTMEM_EMBEDDER": "embedder",
     "VAULTMEM_STM_HALF_LIFE": "memory.stm_half_life",
+    "VAULTMEM_PRIOR_WEIGHT": "memory.prior_weight",
+    "VAULTMEM_REVIEW_SHARE": "memory.review_share",
     "VAULTMEM_LOCK_TIMEOUT": "lock_timeout",
     "VAULTMEM_CHROMA_HOST": "chroma.host",
     "VAULTMEM_CHROMA_PORT": "chroma.port",
@@ -259,6 +264,13 @@ _ROLE_TYPES: dict[str, type] = {
 }
 
 
+def _fraction(value: Any, where: str) -> float:
+    number = _coerce(value, float, where)
+    if not 0.0 <= number <= 1.0:
+        raise ConfigError(f"{where}: expected a number from 0 to 1, got {value!r}")
+    return float(number)
+
+
 def _role(data: Mapping[str, Any], name: str) -> RoleConfig:
     section = data.get(name, {}) or {}
     unknown = set(section) - set(_ROLE_TYPES)
@@ -314,6 +326,8 @@ def build(vault: Path, data: Mapping[str, Any]) -> Config:
         memory_folder=str(folders.get("memory", "memory")).strip("/"),
         archive_folder=str(folders.get("archive", "archive")).strip("/"),
         stm_half_life=str(memory.get("stm_half_life", "3d")),
+        prior_weight=_fraction(memory.get("prior_weight", 0.1), "memory.prior_weight"),
+        review_share=_fraction(memory.get("review_share", 0.3), "memory.review_share"),
         lock_timeout=_coerce(data.get("lock_timeout", 30.0), float, "lock_timeout"),
         embed=_role(data, "embed"),
         llm=_role(data, "llm"),

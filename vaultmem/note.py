@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -55,6 +56,13 @@ class Note:
         """The lifecycle status (``active`` when unset)."""
         value = self.meta.get("status")
         return str(value).strip().lower() if value else "active"
+
+    @cached_property
+    def quality(self) -> float:
+        """ClawMem's quality score of the note (see :func:`vaultmem.scores.quality`)."""
+        from vaultmem.scores import quality
+
+        return quality(self.body, self.meta)
 
     @property
     def created(self) -> str | None:

@@ -128,6 +128,10 @@ def vault_lock(
     never blocks `index` or note edits.
     """
     cache_dir.mkdir(parents=True, exist_ok=True)
+    ignore = cache_dir / ".gitignore"
+    if not ignore.exists():
+        # The cache is disposable: keep it out of git even in a vault never `init`ed.
+        ignore.write_text("*\n", encoding="utf-8")
     fd = os.open(cache_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout

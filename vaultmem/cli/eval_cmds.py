@@ -10,32 +10,40 @@ from typing import TYPE_CHECKING
 import typer
 
 from vaultmem.cli import app, load_config
+from vaultmem.cli.read_cmds import NO_PRIOR, NO_REVIEW, ranking_options
 
 if TYPE_CHECKING:
     from vaultmem.config import Config
+    from vaultmem.retrieval.memory_rank import RankingOptions
 
 MODES = ("search", "vsearch", "query")
 
 
-def _runner(config: Config, mode: str, k: int) -> Callable[[str], list[str]]:
+def _runner(
+    config: Config, mode: str, k: int, ranking: RankingOptions | None
+) -> Callable[[str], list[str]]:
     """query → ranked note paths for one mode, with its index or model opened once."""
     if mode == "search":
         from vaultmem.index.lexical import LexicalIndex
         from vaultmem.retrieval.search import search
 
         index = LexicalIndex.open(config.cache_dir)
-        return lambda q: [h.path for h in search(config, q, limit=k, index=index)]
+        return lambda q: [h.path for h in search(config, q, limit=k, index=index, ranking=ranking)]
     if mode == "query":
-        return _query_runner(config, k)
+        return _query_runner(config, k, ranking)
     from vaultmem.cli.vector_cmds import require_embedder
     from vaultmem.retrieval.vsearch import VectorIndex, vsearch
 
     embedder = require_embedder(config)
     vectors = VectorIndex(config, embedder)
-    return lambda q: [h.path for h in vsearch(config, q, embedder, limit=k, index=vectors)]
+    return lambda q: [
+        h.path for h in vsearch(config, q, embedder, limit=k, index=vectors, ranking=ranking)
+    ]
 
 
-def _query_runner(config: Config, k: int) -> Callable[[str], list[str]]:
+def _query_runner(
+    config: Config, k: int, ranking: RankingOptions | None
+) -> Callable[[str], list[str]]:
     """The full pipeline with the configured models; each skipped stage is told once."""
     from vaultmem.cli.query_cmds import stage_line
     from vaultmem.index.lexical import LexicalIndex
@@ -53,7 +61,7 @@ def _query_runner(config: Config, k: int) -> Callable[[str], list[str]]:
         # Opened once for every query; without vectors `query` reports the skip itself.
         with suppress(IndexStateError):
             backends = replace(backends, vectors=VectorIndex(config, backends.embedder))
-    options = QueryOptions(limit=k)
+    options = QueryOptions(limit=k, ranking=ranking)
     told: set[str] = set()
 
     def run(text: str) -> list[str]:
@@ -80,10 +88,14 @@ def eval_(
     k: int = typer.Option(10, "-k", min=1, max=1000, help="Results retrieved per query."),
     misses: bool = typer.Option(False, "--misses", help="List the queries each mode missed."),
     json_out: bool = typer.Option(False, "--json", help="One JSON object per mode."),
+    no_prior: bool = NO_PRIOR,
+    no_review: bool = NO_REVIEW,
 ) -> None:
     """Score search modes on gold queries: recall@1/5/10, MRR@10 and nDCG@10 per mode.
 
-    A relevant entry matches a note by path, path without .md, or file stem, so the
+    Each mode ranks as its command does by default (memory prior and review slots
+    included); --no-prior/--no-review measure without them. A relevant entry matches a
+    note by path, path without .md, or file stem, so the
     benchmark's own queries.jsonl works as is. Prints a table, then one JSON line per
     mode (only the JSON with --json).
 
@@ -97,7 +109,10 @@ def eval_(
         raise typer.BadParameter(f"unknown mode {unknown[0]!r} (choose from {', '.join(MODES)})")
     config = load_config(ctx)
     queries = read_gold(gold)
-    results = [evaluate(queries, _runner(config, m, k), mode=m, k=k) for m in dict.fromkeys(mode)]
+    ranking = ranking_options(config, no_prior, no_review)
+    results = [
+        evaluate(queries, _runner(config, m, k, ranking), mode=m, k=k) for m in dict.fromkeys(mode)
+    ]
     if not json_out:
         typer.echo(f"{len(queries)} queries, top {k}")
         typer.echo("| mode | " + " | ".join(METRICS) + " | seconds |")

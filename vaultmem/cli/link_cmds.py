@@ -1,3 +1,146 @@
 """Typed links: `link`, `unlink`, `links`."""
 
 from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import typer
+
+from vaultmem.cli import app, load_config
+
+if TYPE_CHECKING:
+    from vaultmem.memory.links import LinkChange, NoteLinks
+
+# Spelled out here because importing vaultmem.memory.links would load the search index
+# (whoosh) for `--help`; test_links checks this text names every type of LINK_TYPES.
+_TYPES_HELP = (
+    "Link type: supersedes, superseded_by, related, refines, duplicate_of, caused_by, "
+    "contradicts, promoted_from."
+)
+
+
+def _link_type(value: str | None) -> str | None:
+    """Reject a type outside the closed vocabulary as a usage error (exit 2)."""
+    from vaultmem.memory.links import LINK_TYPES
+
+    if value is None or value in LINK_TYPES:
+        return value
+    raise typer.BadParameter(f"{value!r} is not a link type; valid types: {', '.join(LINK_TYPES)}")
+
+
+NOTE_A = typer.Argument(..., help="The note the link starts from (path, title, alias or name).")
+NOTE_B = typer.Argument(..., help="The note it points to.")
+
+
+def _print_change(change: LinkChange, verb: str, nothing: str) -> None:
+    arrow = f"--{change.type or 'any'}-->"
+    if not change.changed:
+        typer.echo(f"{nothing}: {change.source} {arrow} {change.target}")
+        return
+    typer.echo(f"{verb}: {change.source} {arrow} {change.target}")
+    for path in change.written:
+        keys = ", ".join(key for p, key in change.edits if p == path)
+        typer.echo(f"  {path}: {keys}")
+
+
+@app.command()
+def link(
+    ctx: typer.Context,
+    note_a: str = NOTE_A,
+    note_b: str = NOTE_B,
+    link_type: str = typer.Option("related", "--type", "-t", help=_TYPES_HELP, callback=_link_type),
+) -> None:
+    """Add a typed link from note A to note B ("[[B]]" in A's frontmatter list).
+
+    Paired types are written on both ends: supersedes <-> superseded_by, and the
+    symmetric related and contradicts; refines, duplicate_of, caused_by and
+    promoted_from are one-way. supersedes also sets status: superseded on B, and
+    superseded_by on A (an archived or forgotten note keeps its status). A link that is
+    already there, in any spelling, is reported and nothing is rewritten.
+
+    Example:
+        vaultmem --vault example-vault link "Background job queues" "Flaky tests in CI"
+    """
+    from vaultmem.lookup import resolve
+    from vaultmem.memory.links import link as add_link
+
+    config = load_config(ctx)
+    change = add_link(config, resolve(config, note_a), resolve(config, note_b), link_type)
+    _print_change(change, "linked", "already linked")
+
+
+@app.command()
+def unlink(
+    ctx: typer.Context,
+    note_a: str = NOTE_A,
+    note_b: str = NOTE_B,
+    link_type: str = typer.Option(
+        None, "--type", "-t", help="Only this type (default: every type).", callback=_link_type
+    ),
+) -> None:
+    """Remove the typed links from note A to note B, and their pairs on B.
+
+    Without --type every type goes. A list left empty loses its key. Status is not
+    touched: a note marked superseded stays superseded after unlinking supersedes
+    (change it by hand). B's own one-way links to A stay: run unlink B A for those.
+
+    Example:
+        vaultmem --vault example-vault unlink "Redis for caching" "Rate limiting options"
+    """
+    from vaultmem.lookup import resolve
+    from vaultmem.memory.links import unlink as remove_link
+
+    config = load_config(ctx)
+    change = remove_link(config, resolve(config, note_a), resolve(config, note_b), link_type)
+    _print_change(change, "unlinked", "not linked")
+
+
+def _ref_line(target: str, path: str | None) -> str:
+    return f"{target}  [{path}]" if path else f"{target}  (dangling)"
+
+
+def _print_links(found: NoteLinks) -> None:
+    typer.echo(f"{found.title}  [{found.path}]")
+    typer.echo("\ntyped links:" if found.typed else "\ntyped links: none")
+    for link_type, refs in found.typed.items():
+        for ref in refs:
+            typer.echo(f"  {link_type}: {_ref_line(ref.target, ref.path)}")
+    typer.echo("\nwikilinks:" if found.wikilinks else "\nwikilinks: none")
+    for ref in found.wikilinks:
+        typer.echo(f"  {_ref_line(ref.target, ref.path)}")
+    typer.echo("\nbacklinks:" if found.backlinks else "\nbacklinks: none")
+    vias: dict[str, list[str]] = {}
+    for back in found.backlinks:
+        vias.setdefault(back.path, []).append(back.via)
+    for path, via in vias.items():
+        typer.echo(f"  {path}  ({', '.join(via)})")
+
+
+@app.command()
+def links(
+    ctx: typer.Context,
+    note: str = typer.Argument(..., help="Path, title, alias or file name of the note."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print {path, title, typed, wikilinks, backlinks}."
+    ),
+) -> None:
+    """Show a note's typed links, its body [[wikilinks]], and the notes linking to it.
+
+    Each link shows the note it resolves to, or (dangling). Backlinks name how they
+    point here: a link type, or wikilink for a link in the body. --json prints one
+    object: {path, title, typed: {type: [{target, path}]}, wikilinks: [{target, path}],
+    backlinks: [{path, via}]} (path is null for a dangling link).
+
+    Example:
+        vaultmem --vault example-vault links "Redis for caching" --json
+    """
+    from vaultmem.lookup import resolve
+    from vaultmem.memory.links import links_of
+
+    config = load_config(ctx)
+    found = links_of(config, resolve(config, note))
+    if json_out:
+        typer.echo(json.dumps(found.as_json(), ensure_ascii=False))
+    else:
+        _print_links(found)

@@ -1,3 +1,300 @@
 """`remember`, `touch`, `observe`, `pin`/`unpin`, `snooze`/`unsnooze`, `forget`/`restore`."""
 
 from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+import typer
+
+from vaultmem.cli import app, clock, load_config
+
+if TYPE_CHECKING:
+    from vaultmem.config import Config
+    from vaultmem.memory.notes import Change, Reinforced
+    from vaultmem.memory.remember import Remembered
+
+NOTES = typer.Argument(..., metavar="NOTE", help="Notes by path, title, alias or file name.")
+JSON = typer.Option(False, "--json", help="One JSON object per note.")
+TAGS_HELP = "Comma-separated tags (a,b)."
+
+
+def _tags(raw: str | None) -> list[str]:
+    """``a, #b,,c`` → ``["a", "b", "c"]``."""
+    return [t.strip().lstrip("#").strip() for t in (raw or "").split(",") if t.strip(" #")]
+
+
+def _resolve(config: Config, names: list[str]) -> list[str]:
+    """Every name to its path before anything is written: one unknown name changes nothing."""
+    from vaultmem.lookup import resolve
+
+    return list(dict.fromkeys(resolve(config, name) for name in names))
+
+
+# --------------------------------------------------------------------------- remember
+
+
+def _read_text(text: str) -> str:
+    """The TEXT argument, or stdin for ``-``; usage error when there is nothing."""
+    body = sys.stdin.read() if text == "-" else text
+    if not body.strip():
+        raise typer.BadParameter("nothing to remember: the text is empty", param_hint="TEXT")
+    return body
+
+
+def _note_type(value: str | None) -> str | None:
+    from vaultmem.scores import NOTE_TYPES
+
+    if value is None:
+        return None
+    if value.strip().lower() not in NOTE_TYPES:
+        raise typer.BadParameter(
+            f"unknown type {value!r}; one of: {', '.join(NOTE_TYPES)}", param_hint="--type"
+        )
+    return value.strip().lower()
+
+
+def _print_remembered(done: Remembered, json_out: bool) -> None:
+    if json_out:
+        typer.echo(json.dumps(done.as_json(), ensure_ascii=False))
+        return
+    if done.reinforced is not None:
+        r = done.reinforced
+        typer.echo(
+            f"duplicate of {done.duplicate_of}, reinforced (use_count {r.use_count_before} → "
+            f"{r.use_count}, decay score {r.score_before:.3f} → {r.score_after:.3f})"
+        )
+    for near in done.refines:
+        typer.echo(f"near duplicate of {near.path} (similarity {near.similarity:.2f}): refines it")
+    if done.supersedes:
+        typer.echo(f"supersedes {done.supersedes} (now status: superseded)")
+    # Alone on the last line, so an agent can capture it: `path=$(vaultmem remember …)`.
+    typer.echo(done.path)
+
+
+@app.command()
+def remember(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="The memory's text, or - to read it from stdin."),
+    title: str = typer.Option(None, "--title", help="Title (also the file name and # heading)."),
+    type_: str = typer.Option(None, "--type", help="Memory type (decision, preference, …)."),
+    tags: str = typer.Option(None, "--tags", help=TAGS_HELP),
+    folder: str = typer.Option(None, "--folder", help="Folder to write to (default: inbox)."),
+    supersedes: str = typer.Option(
+        None, "--supersedes", help="A note this memory replaces (marked superseded)."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print what happened as one object."),
+) -> None:
+    """Write a new short-term memory (a note in the inbox folder).
+
+    The note gets created = now, the short-term half-life and status: active. If a note
+    already holds the same text, nothing is written and that note is reinforced instead;
+    a near duplicate is written with refines: [[the other note]]. The last line printed
+    is the vault path of the new (or reinforced) note.
+
+    Example:
+        vaultmem remember "No deploys on Fridays after 3pm" --title "Deploy freeze" --tags ops
+        echo "pgbouncer needs server_reset_query" | vaultmem remember - --type observation
+    """
+    from vaultmem.memory.remember import remember as run_remember
+
+    config = load_config(ctx)
+    body = _read_text(text)
+    kind = _note_type(type_)
+    old = _resolve(config, [supersedes])[0] if supersedes else None
+    done = run_remember(
+        config,
+        body,
+        now=clock(),
+        title=title,
+        note_type=kind,
+        tags=_tags(tags),
+        folder=folder,
+        supersedes=old,
+    )
+    _print_remembered(done, json_out)
+
+
+# --------------------------------------------------------------------------- reinforce
+
+
+def _print_reinforced(done: list[Reinforced], json_out: bool, verb: str) -> None:
+    for r in done:
+        if json_out:
+            typer.echo(json.dumps(r.as_json(), ensure_ascii=False))
+            continue
+        line = (
+            f"{verb} {r.path}: use_count {r.use_count_before} → {r.use_count}, "
+            f"decay score {r.score_before:.3f} → {r.score_after:.3f}"
+        )
+        if r.cross_domain:
+            line += f", strength {r.strength_before:g} → {r.strength:g} (cross-domain)"
+        typer.echo(line)
+
+
+@app.command()
+def touch(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
+    """Reinforce notes you just used: use_count and review_count + 1, last_used = now.
+
+    Prints each note's decay score before and after. Only the usage keys change; created
+    is never rewritten.
+
+    Example:
+        vaultmem touch "Redis for caching" inbox/pgbouncer-note.md
+    """
+    from vaultmem.memory.notes import reinforce_notes
+
+    config = load_config(ctx)
+    paths = _resolve(config, notes)
+    _print_reinforced(reinforce_notes(config, paths, clock()), json_out, "touched")
+
+
+@app.command()
+def observe(
+    ctx: typer.Context,
+    notes: list[str] = NOTES,
+    tags: str = typer.Option(None, "--tags", help=f"Tags of the context of use. {TAGS_HELP}"),
+    json_out: bool = JSON,
+) -> None:
+    """Reinforce notes used in a context (its tags): like touch, plus a cross-domain boost.
+
+    When the context's tags barely overlap the note's (Jaccard < 0.3), strength grows by
+    0.1 (at most 2.0) and cross_domain_count by 1: a memory useful across topics lasts.
+
+    Example:
+        vaultmem observe "Redis for caching" --tags payments,webhooks
+    """
+    from vaultmem.memory.notes import reinforce_notes
+
+    config = load_config(ctx)
+    paths = _resolve(config, notes)
+    done = reinforce_notes(config, paths, clock(), _tags(tags))
+    _print_reinforced(done, json_out, "observed")
+
+
+# --------------------------------------------------------------------------- flags
+
+
+def _print_changes(done: list[Change], json_out: bool, did: str, already: str) -> None:
+    for change in done:
+        if json_out:
+            typer.echo(json.dumps(change.as_json(), ensure_ascii=False))
+        elif change.changed:
+            typer.echo(f"{did} {change.path}{_values(change)}")
+        else:
+            typer.echo(f"{change.path}: {already}, unchanged")
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "-"
+    return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+
+
+def _values(change: Change) -> str:
+    """`` (status: superseded → forgotten)``: each managed key, before → after."""
+    parts = [
+        f"{key}: {_show(change.before[key])} → {_show(change.after[key])}" for key in change.after
+    ]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+@app.command()
+def pin(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
+    """Pin notes (pinned: true): always eligible for surfacing, ranked a little higher,
+    never garbage-collected.
+
+    Example:
+        vaultmem pin "Python coding style"
+    """
+    from vaultmem.memory.notes import pin_notes
+
+    config = load_config(ctx)
+    _print_changes(pin_notes(config, _resolve(config, notes)), json_out, "pinned", "already pinned")
+
+
+@app.command()
+def unpin(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
+    """Unpin notes (the pinned key is removed from their frontmatter).
+
+    Example:
+        vaultmem unpin "Python coding style"
+    """
+    from vaultmem.memory.notes import unpin_notes
+
+    config = load_config(ctx)
+    done = unpin_notes(config, _resolve(config, notes))
+    _print_changes(done, json_out, "unpinned", "not pinned")
+
+
+@app.command()
+def snooze(
+    ctx: typer.Context,
+    notes: list[str] = NOTES,
+    until: str = typer.Option(None, "--until", help="ISO date or datetime the snooze ends."),
+    for_: str = typer.Option(None, "--for", help="How long: 30d, 12h, 2w…"),
+    json_out: bool = JSON,
+) -> None:
+    """Hide notes from `surface` until a date (snoozed_until); search still finds them.
+
+    Give exactly one of --until (2026-12-01 or 2026-12-01T09:00:00Z) and --for (30d, 12h,
+    2w). A date is stored as a date (midnight UTC), a datetime in UTC.
+
+    Example:
+        vaultmem snooze "Kubernetes migration" --for 30d
+        vaultmem snooze "Release process" --until 2026-12-01
+    """
+    from vaultmem.memory.notes import snooze_notes, snooze_until
+
+    try:
+        end = snooze_until(clock(), until=until, for_=for_)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--until/--for") from None
+    config = load_config(ctx)
+    done = snooze_notes(config, _resolve(config, notes), end)
+    _print_changes(done, json_out, "snoozed", "already snoozed until then")
+
+
+@app.command()
+def unsnooze(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
+    """End a snooze now (the snoozed_until key is removed).
+
+    Example:
+        vaultmem unsnooze "Kubernetes migration"
+    """
+    from vaultmem.memory.notes import unsnooze_notes
+
+    config = load_config(ctx)
+    done = unsnooze_notes(config, _resolve(config, notes))
+    _print_changes(done, json_out, "unsnoozed", "not snoozed")
+
+
+@app.command()
+def forget(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
+    """Forget notes (status: forgotten): hidden from every result, kept on disk.
+
+    `search --status forgotten` still finds them; `restore` brings them back.
+
+    Example:
+        vaultmem forget "Memcached for session cache"
+    """
+    from vaultmem.memory.notes import forget_notes
+
+    config = load_config(ctx)
+    done = forget_notes(config, _resolve(config, notes))
+    _print_changes(done, json_out, "forgot", "already forgotten")
+
+
+@app.command()
+def restore(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
+    """Make notes active again: the status key (forgotten, superseded, …) is removed.
+
+    Example:
+        vaultmem restore "Memcached for session cache"
+    """
+    from vaultmem.memory.notes import restore_notes
+
+    config = load_config(ctx)
+    done = restore_notes(config, _resolve(config, notes))
+    _print_changes(done, json_out, "restored", "already active")

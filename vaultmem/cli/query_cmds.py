@@ -13,11 +13,14 @@ from vaultmem.cli.read_cmds import (
     FOLDER,
     JSON,
     LIMIT,
+    NO_PRIOR,
+    NO_REVIEW,
     STATUS,
     TAG,
     TYPE,
     make_filters,
     print_hits,
+    ranking_options,
 )
 
 if TYPE_CHECKING:
@@ -50,6 +53,19 @@ def _trace_table(trace: Trace) -> list[str]:
         start, end = trace.fragment
         note = ", demoted as a near-duplicate" if trace.demoted else ""
         out.append(f"      fragment lines {start}-{end} (chosen by {trace.fragment_source}){note}")
+    if trace.memory is not None:
+        m = trace.memory
+        flags = [
+            name
+            for name, on in (
+                ("pinned", m.pinned),
+                ("superseded", m.superseded),
+                ("review", m.review),
+            )
+            if on
+        ]
+        extra = f" ({', '.join(flags)})" if flags else ""
+        out.append(f"      memory: relevance {m.relevance:.3f}, prior {m.prior:.3f}{extra}")
     return out
 
 
@@ -112,13 +128,16 @@ def query(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No stderr line for stages skipped for want of a model."
     ),
+    no_prior: bool = NO_PRIOR,
+    no_review: bool = NO_REVIEW,
 ) -> None:
     """Hybrid search: keywords and vectors, LLM query expansion, reranking, fusion.
 
     BM25 probe → expansion by the LLM (skipped when the keyword match is already strong
     and no --intent is given) → BM25 and vector search of the query and each variant →
     reciprocal rank fusion → reranking of the best fragment per note → position-aware
-    blend → near-duplicates demoted. Every model is optional: without an LLM there is no
+    blend → near-duplicates demoted → memory prior and review slots (as in `search`).
+    Every model is optional: without an LLM there is no
     expansion, without a reranker the fused order stands, without an embedder only BM25
     runs; each missing stage is one stderr line (none with --quiet; with --explain they
     are in the stage list instead). Same filters, -n and --json as `search`; with
@@ -139,6 +158,7 @@ def query(
         expand=not no_expand,
         rerank=not no_rerank,
         filters=make_filters(folder, tag, type_, status, collection),
+        ranking=ranking_options(config, no_prior, no_review),
     )
     result = run_query(config, text, backends=backends_for(config), options=options)
     # Human --explain lists skipped stages with their reasons; anything else gets one

@@ -10,7 +10,9 @@ import typer
 from vaultmem.cli import app, load_config
 
 if TYPE_CHECKING:
+    from vaultmem.config import Config
     from vaultmem.retrieval.hits import Filters, Hit
+    from vaultmem.retrieval.memory_rank import RankingOptions
 
 LIMIT = typer.Option(10, "-n", "--limit", min=1, max=1000, help="How many results.")
 JSON = typer.Option(False, "--json", help="One JSON object per line.")
@@ -21,6 +23,24 @@ STATUS = typer.Option(
     None, "--status", help="Only notes in this status (forgotten/archived are hidden otherwise)."
 )
 COLLECTION = typer.Option(None, "--collection", help="Only notes of this configured collection.")
+NO_PRIOR = typer.Option(
+    False, "--no-prior", help="Rank by relevance alone (no recency/confidence/quality/pin prior)."
+)
+NO_REVIEW = typer.Option(
+    False, "--no-review", help="Give no result slots to fading notes due for review."
+)
+
+
+def ranking_options(config: Config, no_prior: bool, no_review: bool) -> RankingOptions | None:
+    """The memory-aware ranking the flags and config ask for (None: plain retrieval order)."""
+    from vaultmem.cli import clock
+    from vaultmem.retrieval.memory_rank import RankingOptions
+
+    weight = 0.0 if no_prior else config.prior_weight
+    share = 0.0 if no_review else config.review_share
+    if weight == 0 and share == 0:
+        return None
+    return RankingOptions(now=clock(), weight=weight, review_share=share)
 
 
 def make_filters(
@@ -46,7 +66,8 @@ def print_hits(hits: list[Hit], json_out: bool) -> None:
         typer.echo("no results", err=True)
         return
     for rank, hit in enumerate(hits, start=1):
-        typer.echo(f"{rank:>2}. {hit.title}  [{hit.path}]  {hit.score:.2f}")
+        mark = "  (review)" if hit.review else ""
+        typer.echo(f"{rank:>2}. {hit.title}  [{hit.path}]  {hit.score:.2f}{mark}")
         if hit.snippet:
             typer.echo(f"    {hit.line}: {hit.snippet}")
 
@@ -62,11 +83,16 @@ def search(
     type_: str = TYPE,
     status: str = STATUS,
     collection: str = COLLECTION,
+    no_prior: bool = NO_PRIOR,
+    no_review: bool = NO_REVIEW,
 ) -> None:
     """Keyword search (BM25F over titles, aliases, headings, tags and text).
 
     Each hit shows its path, score and best matching line with its line number.
-    Forgotten and archived notes are left out unless --status asks for them.
+    Forgotten and archived notes are left out unless --status asks for them. A bounded
+    memory prior (recency, confidence, quality, pins) reorders close results and
+    superseded notes sink below their successors; up to 30% of the slots go to
+    matching notes that are fading (marked "review"; `touch` one to reinforce it).
 
     Example:
         vaultmem --vault example-vault search "redis cache invalidation" -n 5
@@ -75,7 +101,9 @@ def search(
 
     config = load_config(ctx)
     filters = make_filters(folder, tag, type_, status, collection)
-    print_hits(run_search(config, query, limit=limit, filters=filters), json_out)
+    ranking = ranking_options(config, no_prior, no_review)
+    hits = run_search(config, query, limit=limit, filters=filters, ranking=ranking)
+    print_hits(hits, json_out)
 
 
 @app.command()

@@ -13,11 +13,14 @@ from vaultmem.cli.read_cmds import (
     FOLDER,
     JSON,
     LIMIT,
+    NO_PRIOR,
+    NO_REVIEW,
     STATUS,
     TAG,
     TYPE,
     make_filters,
     print_hits,
+    ranking_options,
 )
 
 if TYPE_CHECKING:
@@ -79,11 +82,14 @@ def vsearch(
     type_: str = TYPE,
     status: str = STATUS,
     collection: str = COLLECTION,
+    no_prior: bool = NO_PRIOR,
+    no_review: bool = NO_REVIEW,
 ) -> None:
     """Semantic search: the notes whose fragments are nearest in meaning to the query.
 
-    Each hit shows its cosine similarity and its best fragment with the fragment's first
-    line (--json adds line_end). Same filters and output as `search`.
+    Each hit shows its score and its best fragment with the fragment's first line
+    (--json adds line_end). Same filters, memory prior and review slots as `search`
+    (--no-prior --no-review: the raw cosine similarity, nearest first).
 
     Example:
         vaultmem --vault example-vault vsearch "how do I deploy" -n 3
@@ -92,7 +98,9 @@ def vsearch(
 
     config = load_config(ctx)
     filters = make_filters(folder, tag, type_, status, collection)
-    hits = run_vsearch(config, query, require_embedder(config), limit=limit, filters=filters)
+    ranking = ranking_options(config, no_prior, no_review)
+    embedder = require_embedder(config)
+    hits = run_vsearch(config, query, embedder, limit=limit, filters=filters, ranking=ranking)
     print_hits(hits, json_out)
 
 

@@ -7,6 +7,7 @@ analyzer as the documents and the query is built from the resulting terms, so no
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -26,6 +27,7 @@ from whoosh.query import Query
 from whoosh.system import pack_uint
 
 from vaultmem.errors import IndexStateError
+from vaultmem.index.manifest import Entry, memory_keys
 from vaultmem.markdown import expand_tag
 from vaultmem.retrieval.hits import HIDDEN_STATUSES, Filters
 
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from vaultmem.note import Note
 
 # Bumped whenever the schema or analysis changes: the index is then rebuilt.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DIR_NAME = "whoosh"
 
 # BM25F field weights: a term's frequency in the combined `text` field is the weighted
@@ -144,6 +146,10 @@ def _schema() -> Schema:
         created=ID(stored=True),
         modified=NUMERIC(stored=True, numtype=float),
         body_line=STORED(),
+        # vaultmem's frontmatter keys (JSON) and quality: the memory prior of a hit
+        # is computed from the index alone, without opening the note.
+        memory=STORED(),
+        quality=STORED(),
     )
 
 
@@ -180,6 +186,8 @@ def _document(note: Note) -> dict[str, Any]:
         "created": note.created or "",
         "modified": note.mtime_ns / 1e9,
         "body_line": note.body_start_line,
+        "memory": json.dumps(memory_keys(note.meta), ensure_ascii=False),
+        "quality": note.quality,
     }
 
 
@@ -318,6 +326,30 @@ class LexicalIndex:
             )
             for r in results
         ]
+
+    def entries(self, paths: Iterable[str]) -> dict[str, Entry]:
+        """Manifest-like entries (title, type, status, memory keys, quality) of ``paths``.
+
+        Read from the index's stored fields, so ranking needs no manifest and no note.
+        Paths the index does not hold are left out.
+        """
+        searcher = self.searcher()
+        out = {}
+        for path in paths:
+            doc = searcher.document(path=path)
+            if not doc:
+                continue
+            out[path] = Entry(
+                mtime_ns=int(float(doc.get("modified", 0.0)) * 1e9),
+                size=0,
+                hash="",
+                title=doc.get("title", ""),
+                type=doc.get("type", "note"),
+                status=doc.get("status", "active"),
+                memory=json.loads(doc.get("memory") or "{}"),
+                quality=float(doc.get("quality") or 0.0),
+            )
+        return out
 
     def stored(self, path: str) -> dict[str, Any] | None:
         """The stored fields of one note, or None."""

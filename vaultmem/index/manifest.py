@@ -17,7 +17,6 @@ from vaultmem.atomic import atomic_write
 from vaultmem.errors import IndexStateError
 from vaultmem.frontmatter import OWNED_KEYS
 from vaultmem.note import Note, iso
-from vaultmem.scores import quality
 from vaultmem.vault import FileStat
 
 SCHEMA = 3
@@ -120,7 +119,7 @@ def entry_for(note: Note) -> Entry:
         note.status,
         note.tags,
         memory_keys(note.meta),
-        quality(note.body, note.meta),
+        note.quality,
     )
 
 

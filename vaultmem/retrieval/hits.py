@@ -31,6 +31,7 @@ class Hit:
     type: str = "note"
     status: str = "active"
     line_end: int | None = None  # vector hits: the last line of the matching fragment
+    review: bool = False  # in the decay danger zone: using it would reinforce a fading memory
 
     def as_json(self) -> dict[str, object]:
         """The ``--json`` shape: one object per line."""
@@ -43,5 +44,6 @@ class Hit:
             "line": self.line,
             "type": self.type,
             "status": self.status,
+            "review": self.review,
             **extra,
         }

@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,8 +46,9 @@ from vaultmem.index.lexical import LexicalHit, LexicalIndex, analyse, query_term
 from vaultmem.inference.base import Embedder
 from vaultmem.inference.llm import JSONReplyError, LLMClient, parse_json_reply
 from vaultmem.inference.rerank import Reranker
-from vaultmem.retrieval import fusion
+from vaultmem.retrieval import fusion, memory_rank
 from vaultmem.retrieval.hits import Filters, Hit
+from vaultmem.retrieval.memory_rank import Ranked, RankingOptions
 from vaultmem.retrieval.snippets import MAX_SNIPPET, best_line
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ class Trace:
     fragment: tuple[int, int] | None = None
     fragment_source: str = "none"
     demoted: bool = False
+    memory: Ranked | None = None  # what the memory prior did (None: it did not run)
 
     def as_json(self) -> dict[str, object]:
         """The per-result part of ``query --explain --json``'s ``explain`` object.
@@ -179,7 +181,21 @@ class Trace:
             "fragment": list(self.fragment) if self.fragment else None,
             "fragment_source": self.fragment_source,
             "demoted": self.demoted,
+            "memory": _memory_json(self.memory),
         }
+
+
+def _memory_json(item: Ranked | None) -> dict[str, object] | None:
+    if item is None:
+        return None
+    return {
+        "relevance": round(item.relevance, 6),
+        "prior": round(item.prior, 6),
+        "score": round(item.score, 6),
+        "pinned": item.pinned,
+        "superseded": item.superseded,
+        "review": item.review,
+    }
 
 
 @dataclass(frozen=True)
@@ -245,6 +261,7 @@ class QueryOptions:
     expand: bool = True
     rerank: bool = True
     filters: Filters = field(default_factory=Filters)
+    ranking: RankingOptions | None = None  # memory prior and review slots; None: off
 
 
 @dataclass(frozen=True)
@@ -755,6 +772,15 @@ def _demoted(order: Sequence[str], texts: Mapping[str, str]) -> set[str]:
     return out
 
 
+def _memory_detail(kept: Sequence[Ranked], ranking: RankingOptions) -> str:
+    reviews = sum(1 for r in kept if r.review)
+    return (
+        f"prior weight {ranking.weight:g}; {sum(1 for r in kept if r.pinned)} pinned, "
+        f"{sum(1 for r in kept if r.superseded)} superseded, {reviews} for review "
+        f"(share {ranking.review_share:g})"
+    )
+
+
 def _ranks(items: Sequence[tuple[str, float]]) -> dict[str, StageScore]:
     return {doc: StageScore(rank, score) for rank, (doc, score) in enumerate(items, start=1)}
 
@@ -864,6 +890,18 @@ def query(
         )
     )
 
+    memory: dict[str, Ranked] = {}
+    if options.ranking is not None:
+        ranking = replace(options.ranking, show_status=filters.status)
+        entries = index.entries(doc for doc, _ in final)
+        kept = memory_rank.rank(final, entries, text, ranking, options.limit)
+        memory = {r.path: r for r in kept}
+        before = dict(final)  # results keep their retrieval score; only the order moves
+        final = [(r.path, before[r.path]) for r in kept]
+        stages.append(Stage("memory", "ran", _memory_detail(kept, ranking)))
+    else:
+        stages.append(Stage("memory", "off", "--no-prior --no-review: retrieval order kept"))
+
     list_ranks = [_ranks(ranked) for ranked in lists.ranked]
     fused_ranks = _ranks(fused)
     rerank_ranks = _ranks(sorted(rerank.items(), key=lambda item: -item[1]))
@@ -877,7 +915,8 @@ def query(
         frag, source = chosen[doc]
         snippet, line, line_end = _snippet(config, doc, frag, snippet_terms)
         title = info.title or PurePosixPath(doc).stem
-        hits.append(Hit(doc, title, score, snippet, line, info.type, info.status, line_end))
+        review = doc in memory and memory[doc].review
+        hits.append(Hit(doc, title, score, snippet, line, info.type, info.status, line_end, review))
         traces.append(
             Trace(
                 lists=tuple(
@@ -891,6 +930,7 @@ def query(
                 fragment=(frag.start_line, frag.end_line) if frag else None,
                 fragment_source=source,
                 demoted=doc in demoted,
+                memory=memory.get(doc),
             )
         )
     return QueryResult(tuple(hits), tuple(traces), tuple(stages), tuple(lists.specs), expansion)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from vaultmem.config import Config
 from vaultmem.index.lexical import LexicalHit, LexicalIndex, query_terms
 from vaultmem.retrieval.hits import Filters, Hit
+from vaultmem.retrieval.memory_rank import RankingOptions, rank
 from vaultmem.retrieval.snippets import Snippet, best_line
 from vaultmem.vault import in_collection
+
+# How many candidates the memory prior may reorder (SPEC's candidate limit).
+RANKING_DEPTH = 30
 
 
 def note_snippet(root: Path, path: str, terms: list[str]) -> Snippet:
@@ -72,14 +77,29 @@ def search(
     limit: int = 10,
     filters: Filters = Filters(),
     index: LexicalIndex | None = None,
+    ranking: RankingOptions | None = None,
 ) -> list[Hit]:
     """BM25F search of the vault; never raises on any query string.
+
+    With ``ranking``, the memory prior re-ranks a deeper candidate list and review slots
+    are filled (:mod:`vaultmem.retrieval.memory_rank`); without it, plain BM25F order.
+    Either way each hit's ``score`` is its BM25F score.
 
     Example:
         >>> search(config, "postgres migrations", limit=5)  # doctest: +SKIP
     """
-    raw = lexical_hits(config, text, limit=limit, filters=filters, index=index)
-    return to_hits(config, raw, query_terms(text[:2000]))
+    index = index or LexicalIndex.open(config.cache_dir)
+    depth = limit if ranking is None else max(limit * 3, RANKING_DEPTH)
+    raw = lexical_hits(config, text, limit=depth, filters=filters, index=index)
+    terms = query_terms(text[:2000])
+    if ranking is None:
+        return to_hits(config, raw, terms)
+    by_path = {r.path: r for r in raw}
+    entries = index.entries(by_path)
+    ranking = replace(ranking, show_status=filters.status)
+    ranked = rank([(r.path, r.score) for r in raw], entries, text, ranking, limit)
+    hits = to_hits(config, [by_path[r.path] for r in ranked], terms)
+    return [replace(h, review=r.review) for h, r in zip(hits, ranked, strict=True)]
 
 
 def _with_folder(filters: Filters, folder: str) -> Filters:

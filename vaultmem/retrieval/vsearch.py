@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from vaultmem.config import Config
@@ -13,6 +13,8 @@ from vaultmem.index import manifest as mf
 from vaultmem.inference.base import Embedder
 from vaultmem.markdown import expand_tag
 from vaultmem.retrieval.hits import HIDDEN_STATUSES, Filters, Hit
+from vaultmem.retrieval.memory_rank import RankingOptions, rank_hits
+from vaultmem.retrieval.search import RANKING_DEPTH
 from vaultmem.retrieval.snippets import MAX_SNIPPET
 from vaultmem.vault import in_collection
 
@@ -129,6 +131,28 @@ class VectorIndex:
             k = min(self._total, k * 4)
         return out
 
+    @property
+    def entries(self) -> Mapping[str, mf.Entry]:
+        """The manifest entries (memory keys included) the index was opened with."""
+        return self._idx.manifest.entries
+
+    def ranked(
+        self,
+        vector: Sequence[float],
+        text: str,
+        *,
+        limit: int,
+        filters: Filters = Filters(),
+        ranking: RankingOptions | None = None,
+    ) -> list[Hit]:
+        """The notes nearest ``vector``, re-ranked with memory signals when ``ranking``."""
+        if ranking is None:
+            return self.nearest_many([vector], limit=limit, filters=filters)[0]
+        depth = max(limit * 3, RANKING_DEPTH)
+        hits = self.nearest_many([vector], limit=depth, filters=filters)[0]
+        options = replace(ranking, show_status=filters.status)
+        return rank_hits(hits, self.entries, text, options, limit)
+
     def note_vectors(self, path: str) -> list[list[float]]:
         """The stored vectors of every fragment of the note at ``path``."""
         mine = [h for h, owners in self._idx.owners.items() if any(p == path for p, _ in owners)]
@@ -203,8 +227,11 @@ def vsearch(
     limit: int = 10,
     filters: Filters = Filters(),
     index: VectorIndex | None = None,
+    ranking: RankingOptions | None = None,
 ) -> list[Hit]:
     """Semantic search: embed the query, find the nearest fragments, group them to notes.
+
+    With ``ranking``, the memory prior and review slots apply as in ``search``.
 
     Example:
         >>> vsearch(config, "how do I deploy", LocalEmbedder(), limit=5)  # doctest: +SKIP
@@ -212,9 +239,10 @@ def vsearch(
     if not text.strip():
         return []
     vector = embedder.embed([text[:4000]])[0]
-    return nearest_notes_many(
-        config, embedder, [vector], limit=limit, filters=filters, index=index
-    )[0]
+    if index is not None:
+        return index.ranked(vector, text, limit=limit, filters=filters, ranking=ranking)
+    with VectorIndex(config, embedder) as opened:
+        return opened.ranked(vector, text, limit=limit, filters=filters, ranking=ranking)
 
 
 def similar(

@@ -1,0 +1,380 @@
+"""Typed links between notes: `link`, `unlink`, `links` (SPEC §4).
+
+A typed link is an owned frontmatter key holding a list of ``"[[Note]]"`` strings, so
+Obsidian's graph view draws it. The vocabulary is closed (:data:`LINK_TYPES`). Paired
+types are written on both ends (:data:`PAIRED`): ``supersedes`` ↔ ``superseded_by``, and
+the symmetric ``related`` and ``contradicts``; the other types are one-way. Linking with
+``supersedes``/``superseded_by`` also marks the older note ``status: superseded``, as
+`remember --supersedes` does. Both notes are edited under one lock acquisition.
+
+Backlinks are found by one pass over every note's raw bytes: a note can only link to NOTE
+if its frontmatter or one of its ``[[…]]`` spans contains, case-insensitively, NOTE's
+file stem or one of its aliases (every link spelling that resolves to NOTE does), so only
+those few notes are parsed. This reads the files rather than the manifest so that
+backlinks are right even before `index` has run (about 0.5 s on a 16k-note vault).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from vaultmem.config import Config
+from vaultmem.errors import NoteError, VaultmemError
+from vaultmem.frontmatter import BOM, OWNED_KEYS, WriteResult
+from vaultmem.indexer import refresh_paths
+from vaultmem.lookup import note_names
+from vaultmem.memory.state import link_targets
+from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
+from vaultmem.note import Note, parse_note, read_note
+from vaultmem.vault import LinkResolver, NoteName
+
+__all__ = [
+    "LINK_TYPES",
+    "PAIRED",
+    "SUPERSEDED",
+    "Backlink",
+    "LinkChange",
+    "LinkRef",
+    "NoteLinks",
+    "link",
+    "links_of",
+    "unlink",
+]
+
+# The closed vocabulary, in the order of vaultmem's owned keys.
+LINK_TYPES: tuple[str, ...] = (
+    "supersedes",
+    "superseded_by",
+    "related",
+    "refines",
+    "duplicate_of",
+    "caused_by",
+    "contradicts",
+    "promoted_from",
+)
+
+# The type written on the other end of a link; types not listed here are one-way.
+PAIRED: Mapping[str, str] = {
+    "supersedes": "superseded_by",
+    "superseded_by": "supersedes",
+    "related": "related",
+    "contradicts": "contradicts",
+}
+
+SUPERSEDED = "superseded"
+# Statuses that say more than "superseded" about where a note is; linking keeps them.
+_KEPT_STATUSES = frozenset({"archived", "forgotten", SUPERSEDED})
+
+_WIKILINK = "wikilink"
+# What one end of a link edit computes: (frontmatter, resolver) -> owned-key updates.
+_Side = Callable[[dict[Any, Any], LinkResolver], dict[str, object | None]]
+# "[[" and what follows up to the closing bracket: where a body link's target is.
+_LINK_START_RE = re.compile(rb"\[\[[^\]\n]*")
+_CLOSING_RE = re.compile(rb"^(?:---|\.\.\.)\r?$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class LinkChange:
+    """What `link`/`unlink` did: every ``(path, key)`` it rewrote (empty: nothing to do)."""
+
+    source: str
+    target: str
+    type: str | None
+    edits: tuple[tuple[str, str], ...]
+
+    @property
+    def changed(self) -> bool:
+        """Whether any note was rewritten."""
+        return bool(self.edits)
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        """The notes rewritten, source first."""
+        return tuple(dict.fromkeys(path for path, _ in self.edits))
+
+
+@dataclass(frozen=True)
+class LinkRef:
+    """One link as written (``target``) and the note it resolves to (None: dangling)."""
+
+    target: str
+    path: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        """``{target, path}``; ``path`` is null for a dangling link."""
+        return {"target": self.target, "path": self.path}
+
+
+@dataclass(frozen=True)
+class Backlink:
+    """A note pointing at another: ``via`` is a link type or ``"wikilink"`` (body link)."""
+
+    path: str
+    via: str
+
+    def as_json(self) -> dict[str, Any]:
+        """``{path, via}``."""
+        return {"path": self.path, "via": self.via}
+
+
+@dataclass(frozen=True)
+class NoteLinks:
+    """A note's typed links (by type), body wikilinks, and the notes linking to it."""
+
+    path: str
+    title: str
+    typed: Mapping[str, tuple[LinkRef, ...]]
+    wikilinks: tuple[LinkRef, ...]
+    backlinks: tuple[Backlink, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """``{path, title, typed: {type: [{target, path}]}, wikilinks, backlinks}``."""
+        return {
+            "path": self.path,
+            "title": self.title,
+            "typed": {t: [r.as_json() for r in refs] for t, refs in self.typed.items()},
+            "wikilinks": [r.as_json() for r in self.wikilinks],
+            "backlinks": [b.as_json() for b in self.backlinks],
+        }
+
+
+# --------------------------------------------------------------------------- editing
+
+
+def _check_type(link_type: str) -> None:
+    if link_type not in LINK_TYPES:
+        raise VaultmemError(
+            f"unknown link type {link_type!r}; valid types: {', '.join(LINK_TYPES)}"
+        )
+
+
+def _items(meta: Mapping[Any, Any], key: str, source: str) -> list[str]:
+    """The link strings under ``key``; a value vaultmem could not rewrite faithfully is
+    refused (an unquoted ``[[Note]]`` reads as a nested YAML list, for one)."""
+    value = meta.get(key)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise NoteError(
+        f'{source}: {key!r} is not a list of links (write each as a quoted "[[Note]]"); '
+        "fix it by hand"
+    )
+
+
+def _points_at(item: str, target: str, source: str, resolver: LinkResolver) -> bool:
+    return any(resolver.resolve_link(t, source) == target for t in link_targets(item))
+
+
+def _added(
+    meta: Mapping[Any, Any], key: str, target: str, source: str, resolver: LinkResolver
+) -> dict[str, object | None]:
+    """``{key: list + [[target]]}``, or nothing when a link to ``target`` is already there."""
+    items = _items(meta, key, source)
+    if any(_points_at(item, target, source, resolver) for item in items):
+        return {}
+    return {key: [*items, wikilink(target, resolver)]}
+
+
+def _removed(
+    meta: Mapping[Any, Any], keys: Iterable[str], target: str, source: str, resolver: LinkResolver
+) -> dict[str, object | None]:
+    """Each key of ``keys`` without its links to ``target`` (None when none are left)."""
+    updates: dict[str, object | None] = {}
+    for key in keys:
+        if key not in meta:
+            continue
+        items = _items(meta, key, source)
+        kept = [item for item in items if not _points_at(item, target, source, resolver)]
+        if len(kept) != len(items):
+            updates[key] = kept or None
+    return updates
+
+
+def _superseded(meta: Mapping[Any, Any]) -> dict[str, object | None]:
+    status = str(meta.get("status") or "active").strip().lower()
+    return {} if status in _KEPT_STATUSES else {"status": SUPERSEDED}
+
+
+def _edits(paths: tuple[str, str], results: list[WriteResult]) -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for path, result in zip(paths, results, strict=True):
+        keys = [k for k in OWNED_KEYS if result.before.get(k) != result.after.get(k)]
+        out.extend((path, k) for k in keys)
+    return tuple(out)
+
+
+def _edit_pair(
+    config: Config, a: str, b: str, sides: Mapping[str, _Side], what: str
+) -> tuple[tuple[str, str], ...]:
+    """Apply ``sides[path](meta, resolver)`` to both notes under one lock, re-index them."""
+    if a == b:
+        raise NoteError(f"{a}: a note cannot link to itself")
+    with locked(config, what):
+        resolver = LinkResolver(note_names(config))
+        paths = (a, b)
+        results = edit_notes_locked(config, paths, lambda path, meta: sides[path](meta, resolver))
+        changed = [p for p, r in zip(paths, results, strict=True) if r.changed]
+        if changed:
+            refresh_paths(config, changed)
+    return _edits(paths, results)
+
+
+def link(config: Config, a_path: str, b_path: str, link_type: str = "related") -> LinkChange:
+    """Add ``"[[B]]"`` to A's ``link_type`` list, and the paired link on B when the type
+    is paired. ``supersedes`` marks B superseded, ``superseded_by`` marks A (an archived
+    or forgotten note keeps its status). A link already present, in any spelling that
+    resolves to the same note, is not written again.
+
+    Example:
+        >>> link(config, "decisions/New.md", "decisions/Old.md", "supersedes")  # doctest: +SKIP
+    """
+    _check_type(link_type)
+    pair = PAIRED.get(link_type)
+
+    def on_a(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
+        updates = _added(meta, link_type, b_path, a_path, resolver)
+        return updates | (_superseded(meta) if link_type == "superseded_by" else {})
+
+    def on_b(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
+        updates = _added(meta, pair, a_path, b_path, resolver) if pair else {}
+        return updates | (_superseded(meta) if link_type == "supersedes" else {})
+
+    edits = _edit_pair(config, a_path, b_path, {a_path: on_a, b_path: on_b}, "link")
+    return LinkChange(a_path, b_path, link_type, edits)
+
+
+def unlink(config: Config, a_path: str, b_path: str, link_type: str | None = None) -> LinkChange:
+    """Remove A's links to B of ``link_type`` (every type when None) and their pairs on B.
+
+    A list left empty loses its key. A note's ``status`` is left as it is, even when a
+    ``supersedes`` link goes. B's one-way links to A are B's own: ``unlink(B, A)``.
+
+    Example:
+        >>> unlink(config, "decisions/New.md", "decisions/Old.md")  # doctest: +SKIP
+    """
+    if link_type is not None:
+        _check_type(link_type)
+    types = LINK_TYPES if link_type is None else (link_type,)
+    pairs = [PAIRED[t] for t in types if t in PAIRED]
+
+    def on_a(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
+        return _removed(meta, types, b_path, a_path, resolver)
+
+    def on_b(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
+        return _removed(meta, pairs, a_path, b_path, resolver)
+
+    edits = _edit_pair(config, a_path, b_path, {a_path: on_a, b_path: on_b}, "unlink")
+    return LinkChange(a_path, b_path, link_type, edits)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _refs(targets: Iterable[str], source: str, resolver: LinkResolver) -> tuple[LinkRef, ...]:
+    """Each distinct link once (by the note it reaches, else by its text), first spelling kept."""
+    seen: dict[str, LinkRef] = {}
+    for target in targets:
+        path = resolver.resolve_link(target, source)
+        seen.setdefault(path or "\0" + target.lower(), LinkRef(target, path))
+    return tuple(seen.values())
+
+
+def _typed(
+    meta: Mapping[Any, Any], source: str, resolver: LinkResolver
+) -> dict[str, tuple[LinkRef, ...]]:
+    return {
+        t: _refs(link_targets(meta[t]), source, resolver)
+        for t in LINK_TYPES
+        if t in meta and link_targets(meta[t])
+    }
+
+
+def _needles(path: str, aliases: Iterable[str]) -> tuple[str, ...]:
+    """Lower-cased strings one of which every link resolving to ``path`` must contain."""
+    names = [PurePosixPath(path).stem, *aliases]
+    return tuple(dict.fromkeys(n.strip().lower() for n in names if n.strip()))
+
+
+def _frontmatter_bytes(raw: bytes) -> bytes:
+    """The frontmatter block's bytes, found without decoding or copying the body."""
+    data = raw.removeprefix(BOM)
+    if not data.startswith(b"---"):
+        return b""
+    closing = _CLOSING_RE.search(data, 3)
+    return data[: closing.start()] if closing else b""
+
+
+def _link_text(raw: bytes) -> str:
+    """The only text a link to another note can be in, lower-cased: the frontmatter (a
+    typed link may be unbracketed) and each ``[[…`` up to its ``]``."""
+    pieces = [_frontmatter_bytes(raw), *_LINK_START_RE.findall(raw)]
+    return b"\n".join(pieces).decode("utf-8", errors="replace").lower()
+
+
+def _links_from(note: Note, target: str, resolver: LinkResolver) -> list[Backlink]:
+    """How ``note`` points at ``target``: each link type, then ``wikilink`` for its body."""
+    vias = [
+        t
+        for t in LINK_TYPES
+        if t in note.meta
+        and any(resolver.resolve_link(x, note.path) == target for x in link_targets(note.meta[t]))
+    ]
+    if any(resolver.resolve_link(x.target, note.path) == target for x in note.links):
+        vias.append(_WIKILINK)
+    return [Backlink(note.path, via) for via in vias]
+
+
+def _backlinks(
+    config: Config, note: Note, paths: Iterable[str], resolver: LinkResolver
+) -> tuple[Backlink, ...]:
+    """Every link to ``note`` from the other notes of ``paths``.
+
+    Only notes whose link text contains the note's stem or an alias are parsed: on a
+    16k-note vault that is one read of each file plus a handful of parses.
+    """
+    needles = _needles(note.path, note.aliases)
+    root = str(config.vault)
+    found: list[Backlink] = []
+    for path in paths:
+        if path == note.path:
+            continue
+        try:
+            with open(os.path.join(root, path), "rb") as fh:
+                raw = fh.read()
+            text = _link_text(raw)
+            if not any(needle in text for needle in needles):
+                continue
+            other = parse_note(path, raw)
+        except (OSError, NoteError):
+            continue  # unreadable or malformed: it links nowhere we can tell
+        found.extend(_links_from(other, note.path, resolver))
+    return tuple(sorted(found, key=lambda b: b.path))
+
+
+def links_of(config: Config, path: str) -> NoteLinks:
+    """The note's typed links, body wikilinks and backlinks, each resolved (or dangling).
+
+    Example:
+        >>> links_of(config, "decisions/Redis for caching.md").backlinks[0]  # doctest: +SKIP
+        Backlink(path='Harbor.md', via='wikilink')
+    """
+    note = read_note(config.vault, path)
+    # The note's own aliases come from the file: links by alias resolve before `index`.
+    names = [n for n in note_names(config) if n.path != path]
+    names.append(NoteName(path, note.title, note.aliases))
+    resolver = LinkResolver(names)
+    return NoteLinks(
+        path=path,
+        title=note.title,
+        typed=_typed(note.meta, path, resolver),
+        wikilinks=_refs((x.target for x in note.links), path, resolver),
+        backlinks=_backlinks(config, note, (n.path for n in names), resolver),
+    )

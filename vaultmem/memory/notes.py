@@ -1,0 +1,322 @@
+"""One note at a time: reinforcement (`touch`, `observe`) and lifecycle flags
+(`pin`/`unpin`, `snooze`/`unsnooze`, `forget`/`restore`).
+
+Every function here changes notes only through :mod:`vaultmem.memory.writeback`: under
+the vault lock, only vaultmem's own keys, nothing rewritten when nothing changes, and
+the changed notes re-indexed before the lock is released. Scores come from
+:mod:`vaultmem.scores`; the state they are computed on is built from the frontmatter
+read at write time, never from a possibly stale manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from vaultmem.config import Config
+from vaultmem.frontmatter import WriteResult
+from vaultmem.index import manifest as mf
+from vaultmem.indexer import refresh_paths
+from vaultmem.memory.state import as_float, as_int, note_memory
+from vaultmem.memory.writeback import edit_notes, edit_notes_locked, locked
+from vaultmem.note import read_note
+from vaultmem.scores import (
+    MemoryState,
+    decay_score,
+    normalize_tags,
+    parse_half_life,
+    reinforce,
+    to_utc,
+)
+
+__all__ = [
+    "Change",
+    "Reinforced",
+    "forget_notes",
+    "pin_notes",
+    "reinforce_locked",
+    "reinforce_notes",
+    "restore_notes",
+    "snooze_notes",
+    "snooze_until",
+    "state_from_meta",
+    "unpin_notes",
+    "unsnooze_notes",
+]
+
+# Strength is written rounded: 1.1 + 0.1 would otherwise land in git as 1.2000000000000002.
+_STRENGTH_DIGITS = 6
+
+
+# --------------------------------------------------------------------------- state
+
+
+def _type_of(meta: Mapping[Any, Any]) -> str:
+    """The note's type exactly as :attr:`vaultmem.note.Note.type` reads it."""
+    value = meta.get("type")
+    return str(value).strip().lower() if value else "note"
+
+
+def state_from_meta(meta: Mapping[Any, Any], mtime_ns: int = 0) -> MemoryState:
+    """The :class:`MemoryState` of a note from its parsed frontmatter (and file mtime).
+
+    Goes through the same lenient reading as the manifest view
+    (:func:`vaultmem.memory.state.note_memory`), so a score printed by `touch` is the
+    score ranking, `promote` and `gc` see for the same frontmatter.
+    """
+    entry = mf.Entry(
+        mtime_ns=mtime_ns,
+        size=0,
+        hash="",
+        title="",
+        type=_type_of(meta),
+        memory=mf.memory_keys(meta),
+    )
+    return note_memory("", entry).state
+
+
+def _to_second(now: datetime) -> datetime:
+    # Frontmatter keeps whole seconds; scoring the value as it will read back keeps the
+    # printed "after" score equal to what the next command computes.
+    return to_utc(now).replace(microsecond=0)
+
+
+# --------------------------------------------------------------------------- reinforce
+
+
+@dataclass(frozen=True)
+class Reinforced:
+    """One reinforcement of one note: usage and decay score before and after."""
+
+    path: str
+    use_count_before: int
+    use_count: int
+    strength_before: float
+    strength: float
+    cross_domain: bool
+    score_before: float
+    score_after: float
+    updates: Mapping[str, object] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, object]:
+        """The ``--json`` shape of `touch` / `observe`."""
+        return {
+            "path": self.path,
+            "changed": True,
+            "use_count_before": self.use_count_before,
+            "use_count": self.use_count,
+            "strength_before": self.strength_before,
+            "strength": self.strength,
+            "cross_domain": self.cross_domain,
+            "score_before": round(self.score_before, 6),
+            "score_after": round(self.score_after, 6),
+        }
+
+
+def _reinforcement(
+    meta: Mapping[Any, Any], now: datetime, note_tags: Iterable[str], context: Iterable[str]
+) -> dict[str, object]:
+    """The owned-key updates of one reinforcement (SPEC §5), only keys that change."""
+    r = reinforce(
+        now=now,
+        use_count=max(as_int(meta.get("use_count")), 0),
+        review_count=max(as_int(meta.get("review_count")), 0),
+        cross_domain_count=max(as_int(meta.get("cross_domain_count")), 0),
+        strength=as_float(meta.get("strength"), 1.0),
+        note_tags=list(note_tags),
+        context_tags=list(context),
+    )
+    updates: dict[str, object] = {
+        "use_count": r.use_count,
+        "last_used": r.last_used,
+        "review_count": r.review_count,
+        "last_review": r.last_review,
+    }
+    if r.cross_domain:
+        # Without a boost strength and cross_domain_count keep their values: writing
+        # `strength: 1.0` into every touched note would only add diff noise.
+        updates["strength"] = round(r.strength, _STRENGTH_DIGITS)
+        updates["cross_domain_count"] = r.cross_domain_count
+    return updates
+
+
+def reinforce_locked(
+    config: Config, paths: Sequence[str], now: datetime, context_tags: Iterable[str] = ()
+) -> list[Reinforced]:
+    """:func:`reinforce_notes` for a caller that holds the vault lock (no re-index).
+
+    The caller re-indexes the returned paths (``refresh_paths``) before releasing the lock.
+    """
+    now = _to_second(now)
+    context = sorted(normalize_tags(list(context_tags)))
+    unique = list(dict.fromkeys(paths))
+    notes = {path: read_note(config.vault, path) for path in unique}
+    done: dict[str, Reinforced] = {}
+
+    def compute(path: str, meta: dict[Any, Any]) -> Mapping[str, object | None]:
+        note = notes[path]
+        before = state_from_meta(meta, note.mtime_ns)
+        updates = _reinforcement(meta, now, note.tags, context)
+        after = state_from_meta({**meta, **updates}, note.mtime_ns)
+        # Overwritten when update_note retries on a concurrent save: the last one counts.
+        done[path] = Reinforced(
+            path=path,
+            use_count_before=before.use_count,
+            use_count=after.use_count,
+            strength_before=before.strength,
+            strength=after.strength,
+            cross_domain="cross_domain_count" in updates,
+            score_before=decay_score(before, now),
+            score_after=decay_score(after, now),
+            updates=updates,
+        )
+        return updates
+
+    edit_notes_locked(config, unique, compute)
+    return [done[path] for path in unique]
+
+
+def reinforce_notes(
+    config: Config, paths: Sequence[str], now: datetime, context_tags: Iterable[str] = ()
+) -> list[Reinforced]:
+    """Reinforce notes (SPEC §5): ``use_count``/``review_count`` + 1, ``last_used`` and
+    ``last_review`` = ``now``; a use whose ``context_tags`` barely overlap the note's tags
+    (Jaccard < 0.3) also adds 0.1 strength and counts a cross-domain use.
+
+    ``created`` is never written (a note without it stays without it). Takes the vault
+    lock and re-indexes the notes.
+
+    Example:
+        >>> reinforce_notes(config, ["inbox/a.md"], now, ["payments"])  # doctest: +SKIP
+    """
+    with locked(config, "touch"):
+        try:
+            return reinforce_locked(config, paths, now, context_tags)
+        finally:
+            # Also after a failure on a later note: the ones written are indexed.
+            refresh_paths(config, paths)
+
+
+# --------------------------------------------------------------------------- flags
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a lifecycle command did to one note: the keys it sets, before and after.
+
+    ``before``/``after`` hold only the keys the command manages, as JSON values (ISO text
+    for dates; ``None`` = the key is absent).
+    """
+
+    path: str
+    action: str
+    changed: bool
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+
+    def as_json(self) -> dict[str, object]:
+        """The ``--json`` shape of `pin`, `snooze`, `forget` and their inverses."""
+        return {
+            "path": self.path,
+            "action": self.action,
+            "changed": self.changed,
+            "before": dict(self.before),
+            "after": dict(self.after),
+        }
+
+
+def _change(action: str, keys: Iterable[str], result: WriteResult, path: str) -> Change:
+    before = mf.memory_keys(result.before)
+    after = mf.memory_keys(result.after)
+    return Change(
+        path=path,
+        action=action,
+        changed=result.changed,
+        before={k: before.get(k) for k in keys},
+        after={k: after.get(k) for k in keys},
+    )
+
+
+def _set_keys(
+    config: Config, paths: Sequence[str], action: str, updates: Mapping[str, object | None]
+) -> list[Change]:
+    """Set (or clear, for None) the same owned keys on every note, under the lock."""
+    unique = list(dict.fromkeys(paths))
+    results = edit_notes(config, unique, lambda _path, _meta: updates, what=action)
+    return [_change(action, updates, r, p) for p, r in zip(unique, results, strict=True)]
+
+
+def pin_notes(config: Config, paths: Sequence[str]) -> list[Change]:
+    """``pinned: true``: always eligible for surfacing, ranked a little higher, never gc'd."""
+    return _set_keys(config, paths, "pin", {"pinned": True})
+
+
+def unpin_notes(config: Config, paths: Sequence[str]) -> list[Change]:
+    """Remove ``pinned`` (absent means not pinned)."""
+    return _set_keys(config, paths, "unpin", {"pinned": None})
+
+
+def snooze_notes(config: Config, paths: Sequence[str], until: date | datetime) -> list[Change]:
+    """``snoozed_until: until``: hidden from `surface` until then (search still finds it)."""
+    return _set_keys(config, paths, "snooze", {"snoozed_until": until})
+
+
+def unsnooze_notes(config: Config, paths: Sequence[str]) -> list[Change]:
+    """Remove ``snoozed_until``."""
+    return _set_keys(config, paths, "unsnooze", {"snoozed_until": None})
+
+
+def forget_notes(config: Config, paths: Sequence[str]) -> list[Change]:
+    """``status: forgotten``: left out of every result unless asked for by status.
+
+    The note stays on disk (and in git); `restore` undoes it.
+    """
+    return _set_keys(config, paths, "forget", {"status": "forgotten"})
+
+
+def restore_notes(config: Config, paths: Sequence[str]) -> list[Change]:
+    """Back to active: ``status`` is removed (absent means active), whatever it was."""
+    return _set_keys(config, paths, "restore", {"status": None})
+
+
+# --------------------------------------------------------------------------- snooze time
+
+_UNTIL_HELP = "expected an ISO date (2026-12-01) or datetime (2026-12-01T09:00:00Z)"
+
+
+def _parse_until(text: str) -> date | datetime:
+    value = text.strip()
+    try:
+        if len(value) <= 10:
+            return date.fromisoformat(value)
+        return to_utc(datetime.fromisoformat(value.replace("Z", "+00:00"))).replace(microsecond=0)
+    except ValueError:
+        raise ValueError(f"invalid date {text!r}: {_UNTIL_HELP}") from None
+
+
+def _parse_for(text: str, now: datetime) -> datetime:
+    duration = parse_half_life(text)
+    if duration is None:
+        raise ValueError(f"invalid duration {text!r}: a snooze needs an end (e.g. 30d, 12h)")
+    try:
+        return _to_second(now) + duration
+    except OverflowError:
+        raise ValueError(f"invalid duration {text!r}: too large") from None
+
+
+def snooze_until(now: datetime, *, until: str | None, for_: str | None) -> date | datetime:
+    """When a snooze ends, from exactly one of ``until`` (ISO date/datetime) or ``for_``
+    (a duration such as ``30d``, ``12h``, ``2w``).
+
+    A date stays a date in the frontmatter (``snoozed_until: 2026-12-01``, midnight UTC);
+    datetimes are stored in UTC. Raises ``ValueError`` with a one-line reason for both or
+    neither given, an unreadable value, or an end that is not after ``now``.
+    """
+    if (until is None) == (for_ is None):
+        raise ValueError("give exactly one of --until DATE or --for DURATION")
+    end = _parse_until(until) if until is not None else _parse_for(str(for_), now)
+    if to_utc(end) <= to_utc(now):
+        raise ValueError(f"{until or for_!r} is not in the future (now is {now:%Y-%m-%d %H:%M}Z)")
+    return end

@@ -1,0 +1,429 @@
+"""`remember`: write a new short-term memory into the vault, unless it is already there.
+
+A memory is a new note in the inbox folder, rendered from the ``memory.md.j2`` template,
+with ``created`` = now, the short-term half-life (``stm_half_life``) and ``status:
+active``. Before writing, the vault is searched for the same content:
+
+- an **exact duplicate** (the same text once lower-cased, whitespace collapsed and end
+  punctuation stripped; a leading ``# heading`` is not part of the text) creates nothing:
+  the existing note is reinforced instead, as `touch` would;
+- a **near duplicate** (Jaccard ≥ 0.65 of the two texts' 3-word shingles) is written,
+  with ``refines: ["[[Existing]]"]`` so the two stay connected for `consolidate`.
+
+Where it looks: every note of the inbox and memory folders (and of the target folder),
+plus the 10 best BM25 hits for the text anywhere in the vault when an index exists.
+Forgotten, archived and superseded notes are not candidates: remembering something again
+should bring it back as a new memory, not reinforce a note that is hidden or outdated.
+The vector check of near duplicates (cosine ≥ 0.92) is not done here: it would load the
+embedder on every `remember`, which must stay a fast hook call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from vaultmem.atomic import atomic_write
+from vaultmem.config import Config
+from vaultmem.errors import ConfigError, IndexStateError, NoteError, TemplateError
+from vaultmem.frontmatter import render_value
+from vaultmem.indexer import refresh_paths
+from vaultmem.lookup import note_names
+from vaultmem.memory.notes import Reinforced, reinforce_locked
+from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
+from vaultmem.note import Note, parse_note, read_note
+from vaultmem.prompts import render
+from vaultmem.scores import (
+    DEFAULT_TYPE,
+    NOTE_TYPES,
+    format_half_life,
+    parse_half_life,
+    to_utc,
+)
+from vaultmem.vault import LinkResolver, compile_globs, walk_notes
+
+__all__ = [
+    "NEAR_DUPLICATE",
+    "NearDuplicate",
+    "Remembered",
+    "content_key",
+    "remember",
+    "shingle_similarity",
+    "slugify",
+]
+
+TEMPLATE = "memory.md.j2"
+NEAR_DUPLICATE = 0.65  # 3-word shingle Jaccard at or above which a memory refines another
+SHINGLE_WORDS = 3
+LEXICAL_CANDIDATES = 10
+SLUG_MAX = 60
+SLUG_WORDS = 8  # a file name from the text uses its first words, not a whole paragraph
+NOT_CANDIDATES = frozenset({"forgotten", "archived", "superseded"})
+
+_H1_RE = re.compile(r"^ {0,3}#[ \t]+\S")
+_EDGE_PUNCT_RE = re.compile(r"^[\W_]+|[\W_]+$")
+_WORD_RE = re.compile(r"\w+")
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def _strip_heading(text: str) -> str:
+    """The text without a leading ``# heading`` line (the title is not the content)."""
+    lines = text.strip().splitlines()
+    if lines and _H1_RE.match(lines[0]):
+        return "\n".join(lines[1:])
+    return text
+
+
+def content_key(text: str) -> str:
+    """What two memories must share to be exact duplicates: the text without a leading
+    ``# heading``, lower-cased, whitespace collapsed, punctuation stripped at both ends."""
+    collapsed = " ".join(_strip_heading(text).lower().split())
+    return _EDGE_PUNCT_RE.sub("", collapsed)
+
+
+def _shingles(key: str) -> frozenset[tuple[str, ...]]:
+    words = _WORD_RE.findall(key)
+    if len(words) < SHINGLE_WORDS:
+        return frozenset([tuple(words)]) if words else frozenset()
+    return frozenset(
+        tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)
+    )
+
+
+def shingle_similarity(a: str, b: str) -> float:
+    """Jaccard of the 3-word shingles of two texts (after :func:`content_key`), 0–1."""
+    sa, sb = _shingles(content_key(a)), _shingles(content_key(b))
+    union = sa | sb
+    return len(sa & sb) / len(union) if union else 0.0
+
+
+@dataclass(frozen=True)
+class NearDuplicate:
+    """An existing note that a new memory refines, and how similar the two are."""
+
+    path: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class _Duplicates:
+    exact: str | None
+    near: tuple[NearDuplicate, ...]
+
+
+def _candidate_paths(config: Config, text: str, folder: str) -> Iterator[str]:
+    """Notes that could hold the same memory: the short- and long-term folders (and the
+    target one), then the best BM25 hits anywhere in the vault."""
+    # The vault root as a folder would mean reading every note; BM25 covers that case.
+    folders = {f for f in (config.inbox_folder, config.memory_folder, folder) if f}
+    prefixes = tuple(f"{f}/" for f in folders)
+    for f in walk_notes(config):
+        if f.path.startswith(prefixes):
+            yield f.path
+    try:
+        from vaultmem.retrieval.search import lexical_hits
+
+        hits = lexical_hits(config, text[:2000], limit=LEXICAL_CANDIDATES)
+    except IndexStateError:
+        return  # never indexed: the folder scan is all there is
+    for hit in hits:
+        yield hit.path
+
+
+def _read(config: Config, path: str) -> Note | None:
+    try:
+        return read_note(config.vault, path)
+    except NoteError:
+        return None  # a malformed or vanished note cannot be a duplicate
+
+
+def find_duplicates(config: Config, text: str, folder: str) -> _Duplicates:
+    """The first exact duplicate of ``text`` and every near duplicate, most similar first."""
+    key = content_key(text)
+    mine = _shingles(key)
+    near: list[NearDuplicate] = []
+    for path in dict.fromkeys(_candidate_paths(config, text, folder)):
+        note = _read(config, path)
+        if note is None or note.status in NOT_CANDIDATES:
+            continue
+        theirs = content_key(note.body)
+        if theirs == key:
+            return _Duplicates(path, ())
+        union = mine | _shingles(theirs)
+        similarity = len(mine & _shingles(theirs)) / len(union) if union else 0.0
+        if similarity >= NEAR_DUPLICATE:
+            near.append(NearDuplicate(path, round(similarity, 4)))
+    near.sort(key=lambda n: (-n.similarity, n.path))
+    return _Duplicates(None, tuple(near))
+
+
+# --------------------------------------------------------------------------- naming
+
+
+def slugify(text: str, *, max_words: int | None = None) -> str:
+    """A file-name slug: lower-case words joined by ``-``, at most 60 characters.
+
+    Letters of every script are kept (``渡辺-notes``); everything Obsidian cannot put in a
+    link (``[]#^|:/\\``) is dropped. Empty input gives ``memory``.
+    """
+    words = [w.strip("_") for w in _WORD_RE.findall(text.lower())]
+    words = [w for w in words if w][:max_words]
+    slug = ""
+    for word in words:
+        longer = f"{slug}-{word}" if slug else word
+        if len(longer) > SLUG_MAX:
+            break
+        slug = longer
+    return slug or (words[0][:SLUG_MAX] if words else "memory")
+
+
+def _folder(config: Config, folder: str | None) -> str:
+    """The target folder, vault-relative; a path leaving the vault is refused."""
+    raw = config.inbox_folder if folder is None else folder
+    parts = PurePosixPath(raw.replace("\\", "/").strip("/")).parts
+    if raw.startswith("/") or any(p in ("..", ".") for p in parts):
+        raise NoteError(f"folder {raw!r}: give a folder inside the vault, relative to its root")
+    return "/".join(parts)
+
+
+def _unique_path(config: Config, folder: str, slug: str) -> str:
+    """``folder/slug.md``, or ``slug-2.md``, ``slug-3.md``… when the name is taken.
+
+    Compared case-insensitively: two notes differing only in case would share a link
+    name in Obsidian, and one file on macOS.
+    """
+    where = config.vault / folder if folder else config.vault
+    taken = {p.name.lower() for p in where.iterdir()} if where.is_dir() else set()
+    name, n = f"{slug}.md", 1
+    while name.lower() in taken:
+        n += 1
+        name = f"{slug}-{n}.md"
+    path = f"{folder}/{name}" if folder else name
+    if not compile_globs(config.include)(path) or compile_globs(config.exclude)(path):
+        raise NoteError(f"{path}: not a note of this vault (include/exclude globs); pick --folder")
+    return path
+
+
+def _new_link(path: str, resolver: LinkResolver) -> str:
+    """The wikilink to a note about to be written (the resolver predates it)."""
+    stem = PurePosixPath(path).stem
+    if not resolver.link_candidates(stem):
+        return f"[[{stem}]]"
+    return f"[[{path.removesuffix('.md')}]]"
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What `remember` did.
+
+    ``path`` is the new note, or for an exact duplicate the existing note (which was
+    reinforced: ``reinforced``). ``refines`` lists the near duplicates linked from the new
+    note; ``supersedes`` the note it replaced (now ``status: superseded``).
+    """
+
+    path: str
+    created: bool
+    duplicate_of: str | None = None
+    reinforced: Reinforced | None = None
+    refines: tuple[NearDuplicate, ...] = ()
+    supersedes: str | None = None
+
+    def as_json(self) -> dict[str, object]:
+        """The ``--json`` shape of `remember`."""
+        return {
+            "path": self.path,
+            "created": self.created,
+            "duplicate_of": self.duplicate_of,
+            "reinforced": self.reinforced.as_json() if self.reinforced else None,
+            "refines": [{"path": n.path, "similarity": n.similarity} for n in self.refines],
+            "supersedes": self.supersedes,
+        }
+
+
+def _clean_tags(tags: Sequence[str]) -> list[str]:
+    """Tags as given (case kept), without ``#`` or blanks, first spelling of each kept."""
+    out: dict[str, str] = {}
+    for tag in tags:
+        clean = tag.strip().lstrip("#").strip()
+        if clean:
+            out.setdefault(clean.lower(), clean)
+    return list(out.values())
+
+
+def _frontmatter(
+    config: Config,
+    *,
+    now: datetime,
+    title: str | None,
+    tags: Sequence[str],
+    note_type: str,
+    links: dict[str, list[str]],
+) -> tuple[dict[str, Any], str]:
+    """The new note's frontmatter values (in order) and their YAML lines."""
+    try:
+        half_life = format_half_life(parse_half_life(config.stm_half_life))
+    except ValueError as exc:
+        raise ConfigError(f"memory.stm_half_life: {exc}") from None
+    meta: dict[str, Any] = {}
+    if title:
+        meta["title"] = title
+    if tags:
+        meta["tags"] = list(tags)
+    meta["type"] = note_type
+    meta["created"] = to_utc(now).replace(microsecond=0)
+    meta["half_life"] = half_life
+    meta["status"] = "active"
+    meta.update({key: value for key, value in links.items() if value})
+    return meta, "".join(render_value(key, value) for key, value in meta.items())
+
+
+def _append_link(meta: dict[Any, Any], key: str, link: str) -> list[str]:
+    """The key's links with ``link`` added (a lone string becomes a list)."""
+    value = meta.get(key)
+    items = [value] if isinstance(value, str) else list(value or [])
+    links = [str(v) for v in items if v is not None]
+    return links if link in links else [*links, link]
+
+
+def _supersede(
+    config: Config, old: str, new_link: str, *, new: str | None = None, old_link: str = ""
+) -> None:
+    """``old`` gets ``superseded_by: [new_link]`` and ``status: superseded``; an existing
+    note ``new`` also gets ``supersedes: [old_link]`` (a new one has it already). Lock held.
+    """
+
+    def compute(path: str, meta: dict[Any, Any]) -> dict[str, object | None]:
+        if path == old:
+            links = _append_link(meta, "superseded_by", new_link)
+            return {"superseded_by": links, "status": "superseded"}
+        return {"supersedes": _append_link(meta, "supersedes", old_link)}
+
+    edit_notes_locked(config, [old] if new is None else [new, old], compute)
+
+
+def _render(
+    config: Config, path: str, meta: dict[str, Any], fm: str, title: str | None, text: str
+) -> bytes:
+    """The new note's bytes from the template, checked to parse with its frontmatter."""
+    data = render(config, TEMPLATE, frontmatter=fm, meta=meta, title=title, text=text)
+    raw = data.encode("utf-8")
+    try:
+        note = parse_note(path, raw)
+    except NoteError as exc:
+        raise TemplateError(f"template {TEMPLATE} rendered an unreadable note: {exc}") from None
+    if note.meta.get("status") != "active":
+        raise TemplateError(f"template {TEMPLATE} must keep the frontmatter it is given")
+    return raw
+
+
+def remember(
+    config: Config,
+    text: str,
+    *,
+    now: datetime,
+    title: str | None = None,
+    note_type: str | None = None,
+    tags: Sequence[str] = (),
+    folder: str | None = None,
+    supersedes: str | None = None,
+) -> Remembered:
+    """Write ``text`` as a new short-term memory, or reinforce the note that already holds it.
+
+    ``supersedes`` is the vault path of a note the new memory replaces. Everything runs
+    under the vault lock; the written and edited notes are re-indexed before it is
+    released, so `search` finds the memory at once. Raises ``ValueError`` for an empty text
+    or an unknown type (the CLI validates both first), NoteError for a bad folder.
+
+    Example:
+        >>> remember(config, "No deploys on Fridays", now=now)  # doctest: +SKIP
+    """
+    body = text.strip()
+    if not content_key(body):
+        raise ValueError("nothing to remember: the text is empty")
+    kind = (note_type or DEFAULT_TYPE).strip().lower()
+    if kind not in NOTE_TYPES:
+        raise ValueError(f"unknown type {note_type!r} (one of {', '.join(NOTE_TYPES)})")
+    title = " ".join(title.split()) if title else None
+    target = _folder(config, folder)
+    changed: list[str] = []
+    with locked(config, "remember"):
+        try:
+            found = find_duplicates(config, body, target)
+            if found.exact is not None:
+                return _reinforce_duplicate(config, found.exact, now, supersedes, changed)
+            return _write_new(
+                config,
+                body,
+                now=now,
+                title=title,
+                note_type=kind,
+                tags=tags,
+                folder=target,
+                near=found.near,
+                supersedes=supersedes,
+                changed=changed,
+            )
+        finally:
+            # Even after a failure half-way, what was written is searchable at once.
+            refresh_paths(config, changed)
+
+
+def _reinforce_duplicate(
+    config: Config, path: str, now: datetime, supersedes: str | None, changed: list[str]
+) -> Remembered:
+    """Reinforce the note that already holds the memory (and let it supersede ``supersedes``)."""
+    changed.append(path)
+    (done,) = reinforce_locked(config, [path], now)
+    if supersedes is not None and supersedes != path:
+        resolver = LinkResolver(note_names(config))
+        link = wikilink(path, resolver)
+        changed.append(supersedes)
+        _supersede(config, supersedes, link, new=path, old_link=wikilink(supersedes, resolver))
+    else:
+        supersedes = None
+    return Remembered(path, False, duplicate_of=path, reinforced=done, supersedes=supersedes)
+
+
+def _write_new(
+    config: Config,
+    body: str,
+    *,
+    now: datetime,
+    title: str | None,
+    note_type: str,
+    tags: Sequence[str],
+    folder: str,
+    near: tuple[NearDuplicate, ...],
+    supersedes: str | None,
+    changed: list[str],
+) -> Remembered:
+    """Write the new memory; ``changed`` collects what to re-index."""
+    slug = slugify(title) if title else slugify(body, max_words=SLUG_WORDS)
+    path = _unique_path(config, folder, slug)
+    resolver = LinkResolver(note_names(config)) if (near or supersedes) else None
+    links: dict[str, list[str]] = {}
+    if resolver is not None:
+        links["refines"] = [wikilink(n.path, resolver) for n in near]
+        if supersedes is not None:
+            links["supersedes"] = [wikilink(supersedes, resolver)]
+    meta, fm = _frontmatter(
+        config, now=now, title=title, tags=_clean_tags(tags), note_type=note_type, links=links
+    )
+    raw = _render(config, path, meta, fm, title, body)
+    if supersedes is not None and resolver is not None:
+        # The old note first: if its frontmatter cannot be edited, nothing is written.
+        changed.append(supersedes)
+        _supersede(config, supersedes, _new_link(path, resolver))
+    (config.vault / path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(config.vault / path, raw)
+    changed.append(path)
+    return Remembered(path, True, refines=near, supersedes=supersedes)
