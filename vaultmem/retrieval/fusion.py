@@ -60,6 +60,12 @@ BM25_SATURATION_K = 1.0
 RRF_K = 60
 ORIGINAL_WEIGHT = 2.0
 VARIANT_WEIGHT = 1.0
+# Tuned on the man-page dev split (BENCHMARKS.md, benchmarks/tune_fusion.py): vector
+# lists count 1.5x a keyword list of the same query (MiniLM alone beats BM25 there,
+# MRR 0.837 vs 0.786), and a note that tops a list gets a bonus (QMD's top-rank bonus),
+# per unit of that list's weight: +0.02 for rank 1, +0.01 for ranks 2-3.
+VECTOR_WEIGHT_FACTOR = 1.5
+TOP_RANK_BONUS = (0.02, 0.01)
 CANDIDATE_LIMIT = 30
 
 # (last position of the band, retrieval weight). Positions are 1-based.
@@ -163,6 +169,9 @@ class RankedList:
     name: str
     ids: tuple[str, ...]
     weight: float
+    # The weight the top-rank bonus scales with; None: ``weight``. The pipeline gives a
+    # vector list its query's weight here, so the 1.5x vector factor is not paid twice.
+    bonus_weight: float | None = None
 
     def __post_init__(self) -> None:
         # Accept any sequence at construction but store a tuple, so the value stays hashable
@@ -172,12 +181,19 @@ class RankedList:
             raise ValueError(f"weight must be finite and ≥ 0, got {self.weight}")
 
 
-def rrf(lists: Sequence[RankedList], k: int = RRF_K) -> list[tuple[str, float]]:
+def rrf(
+    lists: Sequence[RankedList], k: int = RRF_K, bonus: tuple[float, float] = (0.0, 0.0)
+) -> list[tuple[str, float]]:
     """Weighted reciprocal rank fusion.
 
     ``score(d) = Σ_lists weight_L / (k + rank_L(d))``, rank starting at 1, summed over the
     lists that contain d. With k = 60 and weights 2 (original query) and 1 (variants), a
     document first in both original lists scores 2/61 + 2/61 = 0.06557…
+
+    ``bonus = (b1, b3)`` adds a top-rank bonus once per document: the largest of
+    ``w_L · b1`` over lists where it ranks 1st and ``w_L · b3`` where it ranks 2nd or
+    3rd, ``w_L`` being the list's ``bonus_weight`` (default: its weight). With (0.02,
+    0.01) the document above also gets 2 · 0.02 = 0.04.
 
     Returns every id that appears in any list, best first. Ties (equal scores) are broken
     by the best rank the id reached in any list (a list's top hit beats an id that only
@@ -190,6 +206,7 @@ def rrf(lists: Sequence[RankedList], k: int = RRF_K) -> list[tuple[str, float]]:
         raise ValueError(f"k must be ≥ 0, got {k}")
     contributions: dict[str, list[float]] = {}
     best_rank: dict[str, int] = {}
+    top: dict[str, float] = {}
     for ranked in lists:
         seen: set[str] = set()
         for rank, doc in enumerate(ranked.ids, start=1):
@@ -198,7 +215,11 @@ def rrf(lists: Sequence[RankedList], k: int = RRF_K) -> list[tuple[str, float]]:
             seen.add(doc)
             contributions.setdefault(doc, []).append(ranked.weight / (k + rank))
             best_rank[doc] = min(rank, best_rank.get(doc, rank))
-    fused = [(doc, math.fsum(parts)) for doc, parts in contributions.items()]
+            if rank <= 3:
+                scale = ranked.weight if ranked.bonus_weight is None else ranked.bonus_weight
+                extra = scale * (bonus[0] if rank == 1 else bonus[1])
+                top[doc] = max(extra, top.get(doc, 0.0))
+    fused = [(doc, math.fsum([*parts, top.get(doc, 0.0)])) for doc, parts in contributions.items()]
     fused.sort(key=lambda item: (-item[1], best_rank[item[0]], item[0]))
     return fused
 

@@ -439,6 +439,22 @@ def _write_cached(path: Path, model: str, original: str, expansion: Expansion) -
         pass  # an unwritable cache costs a request next time, nothing more
 
 
+def _strings(count: int) -> dict[str, object]:
+    return {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": count}
+
+
+# The reply shape, sent with JSON mode: llama.cpp servers turn it into a grammar.
+EXPANSION_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "lexical": _strings(LEXICAL_VARIANTS),
+        "semantic": _strings(SEMANTIC_VARIANTS),
+        "hypothetical": {"type": "string"},
+    },
+    "required": ["lexical", "semantic", "hypothetical"],
+}
+
+
 def expand(config: Config, llm: LLMClient, text: str, intent: str | None = None) -> Expansion:
     """Ask the llm for variants of ``text`` (prompt: ``templates/prompts/expand.j2``).
 
@@ -466,7 +482,7 @@ def expand(config: Config, llm: LLMClient, text: str, intent: str | None = None)
     cached = _read_cached(path, text)
     if cached is not None:
         return cached
-    reply = llm.chat([{"role": "user", "content": prompt}], json_mode=True)
+    reply = llm.chat([{"role": "user", "content": prompt}], json_mode=True, schema=EXPANSION_SCHEMA)
     expansion = parse_expansion(reply, text)
     _write_cached(path, model, text, expansion)
     return expansion
@@ -594,12 +610,15 @@ def _vector_lists(
     embedder = backends.embedder
     if embedder is None:
         return Stage("vectors", "skipped", f"{backends.embedder_note}: BM25 only")
-    queries: list[tuple[str, str, float]] = [("vec:original", text, fusion.ORIGINAL_WEIGHT)]
+    factor = fusion.VECTOR_WEIGHT_FACTOR
+    queries: list[tuple[str, str, float]] = [
+        ("vec:original", text, fusion.ORIGINAL_WEIGHT * factor)
+    ]
     if expansion is not None:
         for n, variant in enumerate(expansion.semantic, start=1):
-            queries.append((f"vec:sem-{n}", variant, fusion.VARIANT_WEIGHT))
+            queries.append((f"vec:sem-{n}", variant, fusion.VARIANT_WEIGHT * factor))
         if expansion.hypothetical:
-            queries.append(("vec:hyde", expansion.hypothetical, fusion.VARIANT_WEIGHT))
+            queries.append(("vec:hyde", expansion.hypothetical, fusion.VARIANT_WEIGHT * factor))
     from vaultmem.embedding import read_record, record_path
 
     if not read_record(record_path(config.cache_dir, embedder.model_id)):
@@ -772,6 +791,13 @@ def _demoted(order: Sequence[str], texts: Mapping[str, str]) -> set[str]:
     return out
 
 
+def _query_weight(spec: ListSpec) -> float:
+    """The weight of the query behind a list, without the vector factor (for the bonus)."""
+    if spec.kind == "vec":
+        return spec.weight / fusion.VECTOR_WEIGHT_FACTOR
+    return spec.weight
+
+
 def _memory_detail(kept: Sequence[Ranked], ranking: RankingOptions) -> str:
     reviews = sum(1 for r in kept if r.review)
     return (
@@ -837,15 +863,18 @@ def query(
     stages.append(_vector_lists(config, backends, lists, text, expansion, depth, filters))
 
     ranked_lists = [
-        fusion.RankedList(spec.name, tuple(doc for doc, _ in ranked), spec.weight)
+        fusion.RankedList(
+            spec.name, tuple(doc for doc, _ in ranked), spec.weight, _query_weight(spec)
+        )
         for spec, ranked in zip(lists.specs, lists.ranked, strict=True)
     ]
-    fused = fusion.rrf(ranked_lists)
+    fused = fusion.rrf(ranked_lists, bonus=fusion.TOP_RANK_BONUS)
     stages.append(
         Stage(
             "fusion",
             "ran",
-            f"RRF k={fusion.RRF_K} over {len(ranked_lists)} list(s): {len(fused)} notes",
+            f"RRF k={fusion.RRF_K}, top-rank bonus {fusion.TOP_RANK_BONUS}, over "
+            f"{len(ranked_lists)} list(s): {len(fused)} notes",
         )
     )
     pool = fusion.candidates(fused, depth)
