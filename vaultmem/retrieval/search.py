@@ -95,7 +95,7 @@ def search(
     if ranking is None:
         return to_hits(config, raw, terms)
     by_path = {r.path: r for r in raw}
-    entries = index.entries(by_path)
+    entries = {r.path: r.entry() for r in raw}
     ranking = replace(ranking, show_status=filters.status)
     ranked = rank([(r.path, r.score) for r in raw], entries, text, ranking, limit)
     hits = to_hits(config, [by_path[r.path] for r in ranked], terms)
