@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -389,3 +390,32 @@ def test_every_mutation_keeps_the_note_parseable_and_indexed(cli: Cli, vault: Pa
     cli("touch", STRIPE)
     status = json.loads(cli("status", "--json").stdout)
     assert status["stale"] == 0
+
+
+def _swap_pairs(text: str) -> str:
+    """Every two adjacent words swapped: no 3-word run survives, the meaning does."""
+    words = text.split()
+    for i in range(0, len(words) - 1, 2):
+        words[i], words[i + 1] = words[i + 1], words[i]
+    return " ".join(words)
+
+
+def test_near_duplicate_by_vector_when_the_vault_has_vectors(
+    embedded_example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(embedded_example, vault)
+    target = "inbox/Redis memory at 80 percent.md"
+    body = (vault / target).read_text(encoding="utf-8").split("\n\n", 1)[1]
+    text = _swap_pairs(body)
+    # Without vectors the shingle check alone finds nothing: a new, unlinked memory.
+    none = Cli(vault).json_lines("remember", text, "--title", "Replica memory A")
+    assert none[0]["refines"] == []
+    monkeypatch.delenv("VAULTMEM_EMBEDDER")  # the in-process MiniLM, as a user has it
+    # Worded apart from A (else it is A's exact duplicate): refines A by shingles, and
+    # the original note by vector.
+    got = Cli(vault).json_lines("remember", text + " Seen again.", "--title", "Replica B")[0]
+    kinds = {r["path"]: (r["kind"], r["similarity"]) for r in got["refines"]}
+    assert kinds[target][0] == "cosine" and kinds[target][1] >= 0.92
+    meta, _ = parse_meta((vault / got["path"]).read_bytes(), got["path"])
+    assert "[[Redis memory at 80 percent]]" in meta["refines"]

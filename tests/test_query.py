@@ -64,6 +64,7 @@ def server(
         monkeypatch.setenv(f"VAULTMEM_{role}_MODEL", model)
         monkeypatch.setenv(f"VAULTMEM_{role}_MAX_RETRIES", "0")
     monkeypatch.setenv("VAULTMEM_EMBEDDER", "endpoint")
+    monkeypatch.setenv("VAULTMEM_QUERY_EXPAND", "1")  # expansion is opt-in
     yield fake_openai
 
 
@@ -489,5 +490,23 @@ def test_eval_has_a_query_mode(embedded_example: Path, tmp_path: Path) -> None:
     scores = json.loads(line)
     assert scores["mode"] == "query" and scores["queries"] == 4
     assert scores["recall@1"] == 1.0
-    # The missing LLM and reranker are told once, not once per query.
-    assert len(result.stderr.splitlines()) == 2
+    # The missing reranker is told once, not once per query; expansion is opt-in, so
+    # the missing LLM is no degradation here.
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("vaultmem: rerank skipped")
+
+
+def test_expansion_is_opt_in(
+    qcli: Cli, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VAULTMEM_QUERY_EXPAND")
+    hits, stderr = explained(qcli, CACHING, "--no-rerank")
+    off = stage(hits[0], "expansion")
+    assert off["status"] == "off" and "--expand" in off["detail"]
+    assert chats(server) == [] and "expansion" not in stderr  # off is no degradation
+    server.chat_replies.append(json.dumps(EXPANSION))
+    hits, _ = explained(qcli, CACHING, "--no-rerank", "--expand")
+    assert stage(hits[0], "expansion")["status"] == "ran" and len(chats(server)) == 1
+    monkeypatch.setenv("VAULTMEM_QUERY_EXPAND", "true")
+    hits, _ = explained(qcli, CACHING, "--no-rerank", "--no-expand")  # the flag wins
+    assert stage(hits[0], "expansion")["status"] == "off" and len(chats(server)) == 1

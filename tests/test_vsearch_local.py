@@ -24,14 +24,19 @@ def vcli(embedded: Path, tmp_path: Path, vectors_on: None) -> Cli:
     return Cli(vault)
 
 
+# The memory prior breaks near-ties (e.g. cosine 0.286 vs 0.282 for "how do I deploy");
+# these tests check the vector retrieval itself, so they turn it off.
+PLAIN = ("--no-prior", "--no-review")
+
+
 def test_paraphrases_rank_their_partner_first(vcli: Cli) -> None:
     pairs = [q for q in example_queries() if q["kind"] == "paraphrase"]
     firsts = 0
     for q in pairs:
-        top = vcli.json_lines("vsearch", q["query"], "-n", "1")[0]["path"]
+        top = vcli.json_lines("vsearch", q["query"], "-n", "1", *PLAIN)[0]["path"]
         firsts += top == q["relevant"][0]
     assert firsts >= len(pairs) - 1  # measured: 10/10
-    deploy = vcli.json_lines("vsearch", "how do I deploy", "-n", "3")
+    deploy = vcli.json_lines("vsearch", "how do I deploy", "-n", "3", *PLAIN)
     assert deploy[0]["path"] == "projects/Release process.md"
 
 
@@ -50,7 +55,7 @@ def test_vsearch_filters_and_human_output(vcli: Cli) -> None:
     assert hits and all(h["path"].startswith("decisions/") for h in hits)
     typed = vcli.json_lines("vsearch", "caching", "--type", "antipattern", "-n", "5")
     assert typed and all(h["type"] == "antipattern" for h in typed)
-    out = vcli("vsearch", "how do I deploy", "-n", "2").stdout
+    out = vcli("vsearch", "how do I deploy", "-n", "2", *PLAIN).stdout
     assert out.startswith(" 1. Release process  [projects/Release process.md]")
 
 

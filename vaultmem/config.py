@@ -90,6 +90,9 @@ class Config:
     rerank: RoleConfig = field(default_factory=RoleConfig)
     chroma: ChromaConfig = field(default_factory=ChromaConfig)
     embedder: str = "local"
+    # LLM query expansion is opt-in: SmolLM2-135M expansions cost 5.9% MRR@10 on the
+    # man-page benchmark (BENCHMARKS.md); turn it on for a model that helps.
+    query_expand: bool = False
 
     def collection(self, name: str) -> Collection:
         """The collection called ``name``; ConfigError listing the known ones otherwise."""
@@ -106,6 +109,7 @@ ENV_KEYS: dict[str, str] = {
     "VAULTMEM_INCLUDE": "include",
     "VAULTMEM_EXCLUDE": "exclude",
     "VAULTMEM_EMBEDDER": "embedder",
+    "VAULTMEM_QUERY_EXPAND": "query.expand",
     "VAULTMEM_STM_HALF_LIFE": "memory.stm_half_life",
     "VAULTMEM_PRIOR_WEIGHT": "memory.prior_weight",
     "VAULTMEM_REVIEW_SHARE": "memory.review_share",
@@ -309,6 +313,7 @@ def build(vault: Path, data: Mapping[str, Any]) -> Config:
     folders = data.get("folders", {}) or {}
     memory = data.get("memory", {}) or {}
     chroma = data.get("chroma", {}) or {}
+    query = data.get("query", {}) or {}
     cache = data.get("cache_dir")
     cache_dir = Path(str(cache)).expanduser() if cache else vault / ".vaultmem"
     if not cache_dir.is_absolute():
@@ -339,6 +344,7 @@ def build(vault: Path, data: Mapping[str, Any]) -> Config:
             ssl=_coerce(chroma.get("ssl", False), bool, "chroma.ssl"),
         ),
         embedder=embedder,
+        query_expand=_coerce(query.get("expand", False), bool, "query.expand"),
     )
 
 

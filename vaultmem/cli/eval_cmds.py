@@ -61,7 +61,7 @@ def _query_runner(
         # Opened once for every query; without vectors `query` reports the skip itself.
         with suppress(IndexStateError):
             backends = replace(backends, vectors=VectorIndex(config, backends.embedder))
-    options = QueryOptions(limit=k, ranking=ranking)
+    options = QueryOptions(limit=k, ranking=ranking, expand=config.query_expand)
     told: set[str] = set()
 
     def run(text: str) -> list[str]:

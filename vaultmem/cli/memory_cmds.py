@@ -12,6 +12,7 @@ from vaultmem.cli import app, clock, load_config
 
 if TYPE_CHECKING:
     from vaultmem.config import Config
+    from vaultmem.inference.base import Embedder
     from vaultmem.memory.notes import Change, Reinforced
     from vaultmem.memory.remember import Remembered
 
@@ -66,7 +67,8 @@ def _print_remembered(done: Remembered, json_out: bool) -> None:
             f"{r.use_count}, decay score {r.score_before:.3f} → {r.score_after:.3f})"
         )
     for near in done.refines:
-        typer.echo(f"near duplicate of {near.path} (similarity {near.similarity:.2f}): refines it")
+        how = "cosine" if near.kind == "cosine" else "similarity"
+        typer.echo(f"near duplicate of {near.path} ({how} {near.similarity:.2f}): refines it")
     if done.supersedes:
         typer.echo(f"supersedes {done.supersedes} (now status: superseded)")
     # Alone on the last line, so an agent can capture it: `path=$(vaultmem remember …)`.
@@ -90,7 +92,8 @@ def remember(
 
     The note gets created = now, the short-term half-life and status: active. If a note
     already holds the same text, nothing is written and that note is reinforced instead;
-    a near duplicate is written with refines: [[the other note]]. The last line printed
+    a near duplicate (shared word runs, or cosine >= 0.92 when the vault has vectors) is
+    written with refines: [[the other note]]. The last line printed
     is the vault path of the new (or reinforced) note.
 
     Example:
@@ -112,8 +115,24 @@ def remember(
         tags=_tags(tags),
         folder=folder,
         supersedes=old,
+        embedder=_embedder(config),
     )
     _print_remembered(done, json_out)
+
+
+def _embedder(config: Config) -> Embedder | None:
+    """The vault's embedder when it has vectors for it (near duplicates by cosine)."""
+    from vaultmem.embedding import read_record, record_path
+    from vaultmem.errors import ConfigError, EndpointError
+    from vaultmem.inference.embedders import embedder_for
+
+    try:
+        embedder = embedder_for(config)
+    except (ConfigError, EndpointError):
+        return None
+    if embedder is None or not read_record(record_path(config.cache_dir, embedder.model_id)):
+        return None
+    return embedder
 
 
 # --------------------------------------------------------------------------- reinforce

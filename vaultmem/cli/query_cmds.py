@@ -118,12 +118,17 @@ def query(
         None,
         "--intent",
         help="What you are after (steers expansion, fragment choice and reranking; "
-        "always expands).",
+        "turns off the strong-signal bypass).",
     ),
     explain: bool = typer.Option(
         False, "--explain", help="Show every stage, and each result's rank and score at each."
     ),
-    no_expand: bool = typer.Option(False, "--no-expand", help="Skip LLM query expansion."),
+    expand: bool = typer.Option(
+        None,
+        "--expand/--no-expand",
+        help="LLM query expansion (default: [query] expand in the config, else off).",
+        show_default=False,
+    ),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip reranking."),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No stderr line for stages skipped for want of a model."
@@ -133,8 +138,9 @@ def query(
 ) -> None:
     """Hybrid search: keywords and vectors, LLM query expansion, reranking, fusion.
 
-    BM25 probe → expansion by the LLM (skipped when the keyword match is already strong
-    and no --intent is given) → BM25 and vector search of the query and each variant →
+    BM25 probe → expansion by the LLM (opt-in: --expand or [query] expand = true; skipped
+    when the keyword match is already strong and no --intent is given) → BM25 and vector
+    search of the query and each variant →
     reciprocal rank fusion → reranking of the best fragment per note → position-aware
     blend → near-duplicates demoted → memory prior and review slots (as in `search`).
     Every model is optional: without an LLM there is no
@@ -155,7 +161,7 @@ def query(
         limit=limit,
         candidates=candidates,
         intent=intent,
-        expand=not no_expand,
+        expand=config.query_expand if expand is None else expand,
         rerank=not no_rerank,
         filters=make_filters(folder, tag, type_, status, collection),
         ranking=ranking_options(config, no_prior, no_review),

@@ -14,8 +14,10 @@ Where it looks: every note of the inbox and memory folders (and of the target fo
 plus the 10 best BM25 hits for the text anywhere in the vault when an index exists.
 Forgotten, archived and superseded notes are not candidates: remembering something again
 should bring it back as a new memory, not reinforce a note that is hidden or outdated.
-The vector check of near duplicates (cosine ≥ 0.92) is not done here: it would load the
-embedder on every `remember`, which must stay a fast hook call.
+When an embedder is given and the vault has vectors for it, the text is also embedded
+and its nearest fragments looked up: a note whose fragment has cosine ≥ 0.92 with the
+text is a near duplicate too. The embedder loads only when no exact duplicate was found,
+so re-remembering a known fact stays a fast hook call.
 """
 
 from __future__ import annotations
@@ -29,9 +31,16 @@ from typing import Any
 
 from vaultmem.atomic import atomic_write
 from vaultmem.config import Config
-from vaultmem.errors import ConfigError, IndexStateError, NoteError, TemplateError
+from vaultmem.errors import (
+    ConfigError,
+    EndpointError,
+    IndexStateError,
+    NoteError,
+    TemplateError,
+)
 from vaultmem.frontmatter import render_value
 from vaultmem.indexer import refresh_paths
+from vaultmem.inference.base import Embedder
 from vaultmem.lookup import note_names
 from vaultmem.memory.notes import Reinforced, reinforce_locked
 from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
@@ -58,6 +67,8 @@ __all__ = [
 
 TEMPLATE = "memory.md.j2"
 NEAR_DUPLICATE = 0.65  # 3-word shingle Jaccard at or above which a memory refines another
+NEAR_COSINE = 0.92  # fragment cosine at or above which a memory refines another
+NEAR_NEIGHBOURS = 5
 SHINGLE_WORDS = 3
 LEXICAL_CANDIDATES = 10
 SLUG_MAX = 60
@@ -109,6 +120,7 @@ class NearDuplicate:
 
     path: str
     similarity: float
+    kind: str = "shingles"  # or "cosine": found by the vector check
 
 
 @dataclass(frozen=True)
@@ -161,6 +173,28 @@ def find_duplicates(config: Config, text: str, folder: str) -> _Duplicates:
             near.append(NearDuplicate(path, round(similarity, 4)))
     near.sort(key=lambda n: (-n.similarity, n.path))
     return _Duplicates(None, tuple(near))
+
+
+def vector_duplicates(
+    config: Config, text: str, embedder: Embedder, seen: Sequence[str] = ()
+) -> list[NearDuplicate]:
+    """Notes with a fragment at cosine ≥ 0.92 of ``text`` (none when there are no vectors).
+
+    ``seen`` paths (already near duplicates by shingles) are left out.
+    """
+    from vaultmem.retrieval.vsearch import VectorIndex
+
+    try:
+        with VectorIndex(config, embedder) as index:
+            vector = embedder.embed([text[:4000]])[0]
+            hits = index.nearest_many([vector], limit=NEAR_NEIGHBOURS)[0]
+    except (IndexStateError, EndpointError):
+        return []  # no vectors yet, or the endpoint is down: the shingle check stands
+    return [
+        NearDuplicate(h.path, round(h.score, 4), "cosine")
+        for h in hits
+        if h.score >= NEAR_COSINE and h.path not in seen and h.status not in NOT_CANDIDATES
+    ]
 
 
 # --------------------------------------------------------------------------- naming
@@ -244,7 +278,9 @@ class Remembered:
             "created": self.created,
             "duplicate_of": self.duplicate_of,
             "reinforced": self.reinforced.as_json() if self.reinforced else None,
-            "refines": [{"path": n.path, "similarity": n.similarity} for n in self.refines],
+            "refines": [
+                {"path": n.path, "similarity": n.similarity, "kind": n.kind} for n in self.refines
+            ],
             "supersedes": self.supersedes,
         }
 
@@ -335,8 +371,11 @@ def remember(
     tags: Sequence[str] = (),
     folder: str | None = None,
     supersedes: str | None = None,
+    embedder: Embedder | None = None,
 ) -> Remembered:
     """Write ``text`` as a new short-term memory, or reinforce the note that already holds it.
+
+    ``embedder``: also look for near duplicates by vector (see the module docstring).
 
     ``supersedes`` is the vault path of a note the new memory replaces. Everything runs
     under the vault lock; the written and edited notes are re-indexed before it is
@@ -360,6 +399,10 @@ def remember(
             found = find_duplicates(config, body, target)
             if found.exact is not None:
                 return _reinforce_duplicate(config, found.exact, now, supersedes, changed)
+            near = found.near
+            if embedder is not None:
+                seen = [n.path for n in near]
+                near = (*near, *vector_duplicates(config, body, embedder, seen))
             return _write_new(
                 config,
                 body,
@@ -368,7 +411,7 @@ def remember(
                 note_type=kind,
                 tags=tags,
                 folder=target,
-                near=found.near,
+                near=near,
                 supersedes=supersedes,
                 changed=changed,
             )
