@@ -376,6 +376,16 @@ def test_gc_archives_exactly_the_decayed_notes(empty: Path, pinned_now: datetime
     assert cli.json_lines("gc") == []
 
 
+def test_gc_folder_keeps_the_sweep_to_those_folders(empty: Path, pinned_now: datetime) -> None:
+    cli = Cli(empty)
+    gc_vault(empty)
+    only = [line["path"] for line in cli.json_lines("gc", "--dry-run", "--folder", "inbox")]
+    assert only == ["inbox/stale.md"]
+    both = cli.json_lines("gc", "--folder", "inbox", "--folder", "memory/")
+    assert [line["path"] for line in both] == ["inbox/stale.md", "memory/stale-promoted.md"]
+    assert (empty / "notes/just-below.md").exists()  # outside the folders: left alone
+
+
 def test_gc_dry_run_changes_no_byte(empty: Path, pinned_now: datetime) -> None:
     cli = Cli(empty)
     gc_vault(empty)

@@ -86,6 +86,11 @@ def gc(
     force: bool = typer.Option(
         False, "--force", help="With --delete: delete even what git could not give back."
     ),
+    folder: list[str] = typer.Option(
+        [],
+        "--folder",
+        help="Only notes under this folder (repeatable), e.g. --folder inbox --folder memory.",
+    ),
     json_out: bool = JSON,
 ) -> None:
     """Archive the notes whose decay score fell below 0.05.
@@ -95,16 +100,18 @@ def gc(
     <archive>/<its path> with status: archived. --delete deletes instead, but only notes
     that git can give back (committed, no uncommitted change) unless --force; the others
     are archived and the plan says why. Prints each note's action, score and path.
+    gc looks at the whole vault; --folder keeps it to vaultmem's own folders (or any).
 
     Example:
         vaultmem --vault ~/notes gc --dry-run
+        vaultmem --vault ~/notes gc --folder inbox --folder memory
     """
     from vaultmem.memory.sweeps import gc as run_gc
 
     if force and not delete:
         raise typer.BadParameter("--force only makes sense with --delete", param_hint="--force")
     config = load_config(ctx)
-    report = run_gc(config, clock(), dry_run=dry_run, delete=delete, force=force)
+    report = run_gc(config, clock(), dry_run=dry_run, delete=delete, force=force, folders=folder)
     for item in report.items:
         if json_out:
             _emit(

@@ -733,16 +733,23 @@ def _collectable(path: str, entry: mf.Entry, now: datetime) -> float | None:
 
 
 def gc_candidates_from(
-    entries: Mapping[str, mf.Entry], now: datetime, *, archive_folder: str
+    entries: Mapping[str, mf.Entry],
+    now: datetime,
+    *,
+    archive_folder: str,
+    folders: Sequence[str] = (),
 ) -> list[tuple[str, float]]:
     """(path, score) of every note gc collects at ``now``, by path.
 
     ``scores.should_forget``: ``s < 0.05``, not pinned, type not durable; status active,
-    promoted or superseded; not already under ``archive_folder``.
+    promoted or superseded; not already under ``archive_folder``; under one of
+    ``folders`` when any are given.
     """
     out = []
     for path in sorted(entries):
         if archive_folder and _under(path, archive_folder):
+            continue
+        if folders and not any(_under(path, f) for f in folders):
             continue
         score = _collectable(path, entries[path], now)
         if score is not None:
@@ -829,9 +836,10 @@ def gc(
     dry_run: bool = False,
     delete: bool = False,
     force: bool = False,
+    folders: Sequence[str] = (),
 ) -> GcReport:
     """Collect the notes that decayed below the forget threshold (see
-    :func:`gc_candidates_from`).
+    :func:`gc_candidates_from`); only under ``folders`` when any are given.
 
     Each moves to ``<archive>/<its path>`` with ``status: archived``. With ``delete`` a
     note is deleted instead when git can give it back (:func:`deletion_blockers`), or
@@ -844,7 +852,10 @@ def gc(
     """
     index_vault(config)
     entries = mf.load(config.cache_dir).entries
-    candidates = gc_candidates_from(entries, now, archive_folder=config.archive_folder)
+    folders = [f.strip("/") for f in folders if f.strip("/")]
+    candidates = gc_candidates_from(
+        entries, now, archive_folder=config.archive_folder, folders=folders
+    )
     if dry_run or not candidates:
         items = _plan_gc(config, entries, candidates, delete=delete, force=force)
         return GcReport(tuple(items), (), dry_run)
