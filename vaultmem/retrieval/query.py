@@ -798,6 +798,20 @@ def _demoted(order: Sequence[str], texts: Mapping[str, str]) -> set[str]:
     return out
 
 
+def _memory_stage(
+    index: LexicalIndex, final: list[tuple[str, float]], text: str, options: QueryOptions
+) -> tuple[list[tuple[str, float]], dict[str, Ranked], Stage]:
+    """The memory prior and review slots over the final order (results keep their score)."""
+    if options.ranking is None:
+        return final, {}, Stage("memory", "off", "--no-prior --no-review: retrieval order kept")
+    ranking = replace(options.ranking, show_status=options.filters.status)
+    entries = index.entries(doc for doc, _ in final)
+    kept = memory_rank.rank(final, entries, text, ranking, options.limit)
+    before = dict(final)
+    ordered = [(r.path, before[r.path]) for r in kept]
+    return ordered, {r.path: r for r in kept}, Stage("memory", "ran", _memory_detail(kept, ranking))
+
+
 def _query_weight(spec: ListSpec) -> float:
     """The weight of the query behind a list, without the vector factor (for the bonus)."""
     if spec.kind == "vec":
@@ -926,17 +940,8 @@ def query(
         )
     )
 
-    memory: dict[str, Ranked] = {}
-    if options.ranking is not None:
-        ranking = replace(options.ranking, show_status=filters.status)
-        entries = index.entries(doc for doc, _ in final)
-        kept = memory_rank.rank(final, entries, text, ranking, options.limit)
-        memory = {r.path: r for r in kept}
-        before = dict(final)  # results keep their retrieval score; only the order moves
-        final = [(r.path, before[r.path]) for r in kept]
-        stages.append(Stage("memory", "ran", _memory_detail(kept, ranking)))
-    else:
-        stages.append(Stage("memory", "off", "--no-prior --no-review: retrieval order kept"))
+    final, memory, stage = _memory_stage(index, final, text, options)
+    stages.append(stage)
 
     list_ranks = [_ranks(ranked) for ranked in lists.ranked]
     fused_ranks = _ranks(fused)
