@@ -64,9 +64,11 @@ import dataclasses
 from vaultmem.inference import remote
 real = remote.EndpointConfig
 assert {"backoff_base", "backoff_max"} <= {f.name for f in dataclasses.fields(real)}
-def no_backoff(*args, **kwargs):
-    return real(*args, **{"backoff_base": 0.0, "backoff_max": 0.0, **kwargs})
-remote.EndpointConfig = no_backoff
+@dataclasses.dataclass(frozen=True)
+class NoBackoff(real):
+    backoff_base: float = 0.0
+    backoff_max: float = 0.0
+remote.EndpointConfig = NoBackoff
 from vaultmem.cli import main
 main()
 """

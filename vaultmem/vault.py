@@ -163,7 +163,8 @@ class NoteName:
     aliases: tuple[str, ...] = ()
 
 
-def _strip_md(name: str) -> str:
+def strip_md(name: str) -> str:
+    """``name`` without a trailing ``.md`` (any case)."""
     return name[:-3] if name.lower().endswith(".md") else name
 
 
@@ -184,7 +185,7 @@ class LinkResolver:
 
     def link_candidates(self, target: str) -> list[str]:
         """Every note a link target could mean, best first."""
-        key = _strip_md(target.strip().lstrip("/")).lower()
+        key = strip_md(target.strip().lstrip("/")).lower()
         if not key:
             return []
         exact = self._by_path.get(key + ".md") or self._by_path.get(key)
@@ -214,7 +215,7 @@ class LinkResolver:
 
         Raises NoteNotFound, or AmbiguousNote listing every candidate.
         """
-        key = _strip_md(name.strip().lstrip("/").removeprefix("./")).lower()
+        key = strip_md(name.strip().lstrip("/").removeprefix("./")).lower()
         exact = self._by_path.get(key + ".md") or self._by_path.get(key)
         if exact:
             return exact

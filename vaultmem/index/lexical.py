@@ -87,6 +87,20 @@ class LexicalHit:
         )
 
 
+def _hit(path: str, score: float, doc: Mapping[str, Any]) -> LexicalHit:
+    """A hit from a document's stored fields."""
+    return LexicalHit(
+        path=path,
+        score=score,
+        title=doc.get("title", ""),
+        type=doc.get("type", "note"),
+        status=doc.get("status", "active"),
+        memory=doc.get("memory") or "{}",
+        quality=float(doc.get("quality") or 0.0),
+        modified=float(doc.get("modified") or 0.0),
+    )
+
+
 _STOP_WORDS = frozenset(STOP_WORDS)
 
 
@@ -332,19 +346,7 @@ class LexicalIndex:
         results = self.searcher().search(
             query, limit=limit, filter=_filter(filters), mask=_mask(filters), optimize=False
         )
-        return [
-            LexicalHit(
-                path=r["path"],
-                score=float(r.score),
-                title=r.get("title", ""),
-                type=r.get("type", "note"),
-                status=r.get("status", "active"),
-                memory=r.get("memory") or "{}",
-                quality=float(r.get("quality") or 0.0),
-                modified=float(r.get("modified") or 0.0),
-            )
-            for r in results
-        ]
+        return [_hit(r["path"], float(r.score), r) for r in results]
 
     def entries(self, paths: Iterable[str]) -> dict[str, Entry]:
         """Manifest-like entries (title, type, status, memory keys, quality) of ``paths``.
@@ -353,22 +355,8 @@ class LexicalIndex:
         Paths the index does not hold are left out.
         """
         searcher = self.searcher()
-        out = {}
-        for path in paths:
-            doc = searcher.document(path=path)
-            if not doc:
-                continue
-            out[path] = Entry(
-                mtime_ns=int(float(doc.get("modified", 0.0)) * 1e9),
-                size=0,
-                hash="",
-                title=doc.get("title", ""),
-                type=doc.get("type", "note"),
-                status=doc.get("status", "active"),
-                memory=json.loads(doc.get("memory") or "{}"),
-                quality=float(doc.get("quality") or 0.0),
-            )
-        return out
+        docs = {path: searcher.document(path=path) for path in paths}
+        return {path: _hit(path, 0.0, doc).entry() for path, doc in docs.items() if doc}
 
     def stored(self, path: str) -> dict[str, Any] | None:
         """The stored fields of one note, or None."""

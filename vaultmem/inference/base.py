@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import fields
+from typing import Protocol, TypeVar
+
+from vaultmem.config import RoleConfig
 
 
 class Embedder(Protocol):
@@ -27,3 +30,19 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed texts (documents or queries), one vector per text, in input order."""
         ...
+
+
+C = TypeVar("C")
+
+
+def client_config(cls: type[C], role: RoleConfig) -> C:
+    """``cls`` (an endpoint client's config dataclass) filled from a configured role.
+
+    Every setting the class declares is taken from the role by name (url, model, key,
+    timeout, retries, and batch size, characters, pacing where the class has them), so
+    a new role setting reaches every client that understands it.
+    """
+    wanted = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    values = {f.name: getattr(role, f.name) for f in fields(role) if f.name in wanted}
+    values.update(url=role.url or "", model=role.model or "")
+    return cls(**values)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vaultmem.config import Config
-from vaultmem.inference.base import Embedder
+from vaultmem.inference.base import Embedder, client_config
 
 
 def embedder_for(config: Config) -> Embedder | None:
@@ -23,20 +23,7 @@ def embedder_for(config: Config) -> Embedder | None:
                 "the embedding endpoint needs both a URL and a model "
                 "(VAULTMEM_EMBED_URL and VAULTMEM_EMBED_MODEL, or [embed] url/model)"
             )
-        return OpenAIEmbedder(
-            EndpointConfig(
-                url=role.url,
-                model=role.model,
-                api_key=role.api_key,
-                batch_size=role.batch_size,
-                concurrency=role.concurrency,
-                timeout=role.timeout,
-                max_retries=role.max_retries,
-                tpm_limit=role.tpm_limit,
-                max_chars=role.max_chars,
-                dimensions=role.dimensions,
-            )
-        )
+        return OpenAIEmbedder(client_config(EndpointConfig, role))
     from vaultmem.inference.local import LocalEmbedder
 
     return LocalEmbedder()

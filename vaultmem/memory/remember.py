@@ -244,14 +244,6 @@ def _unique_path(config: Config, folder: str, slug: str) -> str:
     return path
 
 
-def _new_link(path: str, resolver: LinkResolver) -> str:
-    """The wikilink to a note about to be written (the resolver predates it)."""
-    stem = PurePosixPath(path).stem
-    if not resolver.link_candidates(stem):
-        return f"[[{stem}]]"
-    return f"[[{path.removesuffix('.md')}]]"
-
-
 # --------------------------------------------------------------------------- writing
 
 
@@ -465,7 +457,7 @@ def _write_new(
     if supersedes is not None and resolver is not None:
         # The old note first: if its frontmatter cannot be edited, nothing is written.
         changed.append(supersedes)
-        _supersede(config, supersedes, _new_link(path, resolver))
+        _supersede(config, supersedes, wikilink(path, resolver))
     (config.vault / path).parent.mkdir(parents=True, exist_ok=True)
     atomic_write(config.vault / path, raw)
     changed.append(path)

@@ -59,7 +59,7 @@ from vaultmem.scores import (
     should_forget,
     to_utc,
 )
-from vaultmem.vault import LinkResolver, NoteName
+from vaultmem.vault import LinkResolver, NoteName, strip_md
 
 __all__ = [
     "COLLECTABLE_STATUSES",
@@ -397,10 +397,6 @@ _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _URL_ESCAPES = {"%": "%25", " ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E", "#": "%23"}
 
 
-def _strip_md(path: str) -> str:
-    return path[:-3] if path.lower().endswith(".md") else path
-
-
 class _LinkMap:
     """Link resolution before and after a set of moves, and the text that fixes a link.
 
@@ -434,7 +430,7 @@ class _LinkMap:
         lead = "/" if target.startswith("/") else ""
         stem = PurePosixPath(want).stem
         options = [] if "/" in target else [stem]
-        options.append(lead + _strip_md(want))
+        options.append(lead + strip_md(want))
         for option in options:
             text = option + ".md" if keep_md and want.lower().endswith(".md") else option
             if resolve(text) == want:
@@ -476,7 +472,7 @@ class _LinkMap:
         options = [] if "/" in url_path else [PurePosixPath(want).name]
         options.append(base)
         for option in options:
-            text = option if url_path.lower().endswith(".md") else _strip_md(option)
+            text = option if url_path.lower().endswith(".md") else strip_md(option)
             if self.md_resolve(text, src_after, after=True)[0] == want:
                 return text
         return None

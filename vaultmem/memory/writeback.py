@@ -64,9 +64,10 @@ def wikilink(path: str, resolver: LinkResolver | None = None) -> str:
     """The ``"[[Name]]"`` value that points at ``path``, as Obsidian would write it.
 
     The file name alone when it is unique in the vault (so the link survives a move, as
-    `promote` relies on), else the vault path without ``.md``.
+    `promote` relies on), else the vault path without ``.md``. A note about to be
+    written, which ``resolver`` does not know yet, is unique when no note has its name.
     """
     stem = PurePosixPath(path).stem
-    if resolver is None or resolver.link_candidates(stem) == [path]:
+    if resolver is None or resolver.link_candidates(stem) in ([], [path]):
         return f"[[{stem}]]"
     return f"[[{path.removesuffix('.md')}]]"

@@ -296,6 +296,7 @@ def backends_for(config: Config) -> Backends:
     Example:
         >>> backends_for(config).reranker  # doctest: +SKIP
     """
+    from vaultmem.inference.base import client_config
     from vaultmem.inference.embedders import embedder_for
     from vaultmem.inference.llm import LLMConfig
     from vaultmem.inference.rerank import EndpointReranker, LLMReranker, RerankConfig
@@ -313,15 +314,7 @@ def backends_for(config: Config) -> Backends:
     role = config.llm
     if role.url or role.model:
         try:
-            llm = LLMClient(
-                LLMConfig(
-                    url=role.url or "",
-                    model=role.model or "",
-                    api_key=role.api_key,
-                    timeout=role.timeout,
-                    max_retries=role.max_retries,
-                )
-            )
+            llm = LLMClient(client_config(LLMConfig, role))
         except EndpointError as exc:
             notes["llm_note"] = str(exc)
 
@@ -329,17 +322,7 @@ def backends_for(config: Config) -> Backends:
     rr = config.rerank
     if rr.url or rr.model:
         try:
-            reranker = EndpointReranker(
-                RerankConfig(
-                    url=rr.url or "",
-                    model=rr.model or "",
-                    api_key=rr.api_key,
-                    timeout=rr.timeout,
-                    max_retries=rr.max_retries,
-                    batch_size=rr.batch_size,
-                    max_chars=rr.max_chars,
-                )
-            )
+            reranker = EndpointReranker(client_config(RerankConfig, rr))
         except EndpointError as exc:
             notes["reranker_note"] = str(exc)
     elif llm is not None:

@@ -39,13 +39,13 @@ def passes(config: Config, path: str, entry: mf.Entry, filters: Filters) -> bool
     return not filters.collection or in_collection(path, config, filters.collection)
 
 
-def fragment_snippet(config: Config, path: str, ref: FragmentRef) -> str:
+def fragment_snippet(config: Config, path: str, start_line: int, end_line: int) -> str:
     """The fragment's lines, squeezed to one line of at most MAX_SNIPPET characters."""
     try:
         lines = (config.vault / path).read_text("utf-8-sig", errors="replace").splitlines()
     except OSError:
         return ""
-    span = [ln for ln in lines[ref.start_line - 1 : ref.end_line] if ln.strip()]
+    span = [ln for ln in lines[start_line - 1 : end_line] if ln.strip()]
     # Headings are already in the result's title line; show the words under them.
     prose = [ln for ln in span if not ln.lstrip().startswith("#")] or span
     text = " ".join(" ".join(prose).split())
@@ -114,7 +114,10 @@ class VectorIndex:
         filters: Filters = Filters(),
         exclude: str | None = None,
     ) -> list[list[Hit]]:
-        """Notes owning the fragments nearest each vector, one hit list per vector."""
+        """Notes owning the fragments nearest each vector, one hit list per vector.
+
+        Hits carry their fragment's line span but no snippet (see :func:`with_snippets`).
+        """
         out: list[list[Hit]] = [[] for _ in vectors]
         pending = list(range(len(vectors)))
         k = min(self._total, max(64, limit * 10))
@@ -145,18 +148,28 @@ class VectorIndex:
         filters: Filters = Filters(),
         ranking: RankingOptions | None = None,
     ) -> list[Hit]:
-        """The notes nearest ``vector``, re-ranked with memory signals when ``ranking``."""
+        """The notes nearest ``vector`` with their snippets, re-ranked with memory signals
+        when ``ranking``."""
         if ranking is None:
-            return self.nearest_many([vector], limit=limit, filters=filters)[0]
+            hits = self.nearest_many([vector], limit=limit, filters=filters)[0]
+            return with_snippets(self.config, hits)
         depth = max(limit * 3, RANKING_DEPTH)
         hits = self.nearest_many([vector], limit=depth, filters=filters)[0]
         options = replace(ranking, show_status=filters.status)
-        return rank_hits(hits, self.entries, text, options, limit)
+        return with_snippets(self.config, rank_hits(hits, self.entries, text, options, limit))
 
     def note_vectors(self, path: str) -> list[list[float]]:
         """The stored vectors of every fragment of the note at ``path``."""
         mine = [h for h, owners in self._idx.owners.items() if any(p == path for p, _ in owners)]
         return list(self._store.vectors(mine).values()) if mine else []
+
+
+def with_snippets(config: Config, hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` with the text of their fragments (read only for the hits that are shown)."""
+    return [
+        replace(h, snippet=fragment_snippet(config, h.path, h.line, h.line_end or h.line))
+        for h in hits
+    ]
 
 
 def nearest_notes_many(
@@ -200,14 +213,13 @@ def _group(
             if not passes(config, path, entry, filters):
                 continue
             seen.add(path)
-            snippet = fragment_snippet(config, path, ref)
             title = entry.title or PurePosixPath(path).stem
             hits.append(
                 Hit(
                     path,
                     title,
                     similarity,
-                    snippet,
+                    "",  # filled by with_snippets for the hits that are shown
                     ref.start_line,
                     entry.type,
                     entry.status,
@@ -256,4 +268,5 @@ def similar(
         mean = [sum(col) / len(vectors) for col in zip(*vectors, strict=True)]
         norm = sum(x * x for x in mean) ** 0.5 or 1.0
         centre = [x / norm for x in mean]
-        return index.nearest_many([centre], limit=limit, filters=filters, exclude=path)[0]
+        hits = index.nearest_many([centre], limit=limit, filters=filters, exclude=path)[0]
+        return with_snippets(config, hits)
