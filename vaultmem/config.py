@@ -6,8 +6,10 @@ Only the CLI calls :func:`load`; it passes the environment in, so core code neve
 
 from __future__ import annotations
 
+import difflib
+import posixpath
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,8 @@ class Config:
     # LLM query expansion is opt-in: SmolLM2-135M expansions cost 5.9% MRR@10 on the
     # man-page benchmark (BENCHMARKS.md); turn it on for a model that helps.
     query_expand: bool = False
+    # Unknown keys met in the configuration files: the CLI prints them once.
+    warnings: tuple[str, ...] = ()
 
     def collection(self, name: str) -> Collection:
         """The collection called ``name``; ConfigError listing the known ones otherwise."""
@@ -152,6 +156,8 @@ def read_toml(path: Path) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -169,10 +175,10 @@ def resolve_vault(
     flag: str | None, env: Mapping[str, str], cwd: Path, user: Mapping[str, Any]
 ) -> Path:
     """Pick the vault: ``--vault PATH|NAME``, else ``VAULTMEM_VAULT``, else search upward."""
-    named = user.get("vaults", {}) or {}
+    named = _table(user, "vaults")
     choice = flag or env.get("VAULTMEM_VAULT") or None
     if choice is None:
-        choice = user.get("default_vault")
+        choice = _coerce(user.get("default_vault"), str, "default_vault")
         if choice is None:
             found = find_vault(cwd)
             if found is None:
@@ -182,7 +188,7 @@ def resolve_vault(
                 )
             return found
     if choice in named:
-        choice = str(named[choice])
+        choice = _coerce(named[choice], str, f"vaults.{choice}")
     path = Path(choice).expanduser()
     if not path.is_absolute():
         path = cwd / path
@@ -239,33 +245,117 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _coerce(value: Any, kind: type, where: str) -> Any:
+    """``value`` as ``kind``; strings (from the environment) are parsed, TOML types must fit."""
     if value is None:
         return None
+    what = {str: "a string", bool: "true or false", int: "an integer", float: "a number"}[kind]
     try:
-        if kind is bool and isinstance(value, str):
-            lowered = value.strip().lower()
-            if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                raise ValueError(value)
-            return lowered in ("1", "true", "yes", "on")
-        if kind in (int, float) and isinstance(value, bool):
+        if kind is str:
+            if not isinstance(value, str):
+                raise TypeError(value)
+            return value
+        if isinstance(value, str):
+            return _parse_bool(value) if kind is bool else kind(value)
+        if isinstance(value, bool) != (kind is bool):
+            raise TypeError(value)
+        if kind is int and isinstance(value, float) and not value.is_integer():
             raise ValueError(value)
         return kind(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}") from None
+        raise ConfigError(f"{where}: expected {what}, got {value!r}") from None
 
 
-_ROLE_TYPES: dict[str, type] = {
-    "url": str,
-    "api_key": str,
-    "model": str,
-    "batch_size": int,
-    "concurrency": int,
-    "timeout": float,
-    "max_retries": int,
-    "tpm_limit": int,
-    "max_chars": int,
-    "dimensions": int,
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise ValueError(text)
+    return lowered in ("1", "true", "yes", "on")
+
+
+def _at_least(value: Any, kind: type, where: str, low: float, *, above: bool = False) -> Any:
+    """``value`` as ``kind``, refused below ``low`` (or at it, when ``above``)."""
+    number = _coerce(value, kind, where)
+    if number is not None and (number < low or (above and number == low)):
+        what = "an integer" if kind is int else "a number"
+        raise ConfigError(
+            f"{where}: expected {what} {'>' if above else '>='} {low:g}, got {value!r}"
+        )
+    return number
+
+
+# Each role's keys: (type, lowest value, whether the lowest value itself is refused).
+_ROLE_TYPES: dict[str, tuple[type, float | None, bool]] = {
+    "url": (str, None, False),
+    "api_key": (str, None, False),
+    "model": (str, None, False),
+    "batch_size": (int, 1, False),
+    "concurrency": (int, 1, False),
+    "timeout": (float, 0, True),
+    "max_retries": (int, 0, False),
+    "tpm_limit": (int, 1, False),
+    "max_chars": (int, 1, False),
+    "dimensions": (int, 1, False),
 }
+
+# Every key a configuration file may set, by section ("" is the top level).
+KNOWN_KEYS: dict[str, frozenset[str]] = {
+    "": frozenset(
+        {"include", "exclude", "cache_dir", "embedder", "lock_timeout", "collections"}
+        | {"folders", "memory", "query", "embed", "llm", "rerank", "chroma"}
+    ),
+    "folders": frozenset({"inbox", "memory", "archive"}),
+    "memory": frozenset({"stm_half_life", "prior_weight", "review_share"}),
+    "query": frozenset({"expand"}),
+    "chroma": frozenset({"host", "port", "token", "ssl"}),
+    "embed": frozenset(_ROLE_TYPES),
+    "llm": frozenset(_ROLE_TYPES),
+    "rerank": frozenset(_ROLE_TYPES),
+}
+COLLECTION_KEYS = frozenset({"path", "include", "exclude"})
+# Only the user config names vaults.
+USER_KEYS = frozenset({"vaults", "default_vault"})
+
+
+def _unknown(where: str, key: str, choices: Mapping[str, str], source: str) -> str:
+    """The warning for ``key`` (shown as ``where``); ``choices`` maps known names to how to
+    write them."""
+    best = difflib.get_close_matches(key, list(choices), n=1, cutoff=0.6)
+    hint = f"; did you mean {choices[best[0]]!r}?" if best else " (ignored)"
+    return f"unknown key {where!r} in {source}{hint}"
+
+
+def unknown_keys(data: Mapping[str, Any], source: str, *, user: bool = False) -> list[str]:
+    """A warning for each key of one configuration file that vaultmem does not know.
+
+    Each names the nearest known key; a top-level key is also compared with the keys of
+    every section (``batch_size`` → ``embed.batch_size``).
+    """
+    top = KNOWN_KEYS[""] | (USER_KEYS if user else frozenset())
+    choices = {k: k for k in top}
+    for section, keys in KNOWN_KEYS.items():
+        for k in sorted(keys) if section else ():
+            choices.setdefault(k, f"{section}.{k}")
+    found = [_unknown(k, k, choices, source) for k in data if k not in top]
+    tables: list[tuple[str, Any, frozenset[str]]] = [
+        (section, data.get(section), keys) for section, keys in KNOWN_KEYS.items() if section
+    ]
+    collections = data.get("collections")
+    if isinstance(collections, Mapping):
+        tables += [(f"collections.{n}", t, COLLECTION_KEYS) for n, t in collections.items()]
+    for prefix, table, keys in tables:
+        if isinstance(table, Mapping):
+            named = {k: f"{prefix}.{k}" for k in keys}
+            found += [_unknown(f"{prefix}.{k}", k, named, source) for k in table if k not in keys]
+    return found
+
+
+def _table(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    table = data.get(name, {})
+    if table is None:
+        return {}
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{name}: expected a table ([{name}]), got {table!r}")
+    return table
 
 
 def _fraction(value: Any, where: str) -> float:
@@ -276,11 +366,16 @@ def _fraction(value: Any, where: str) -> float:
 
 
 def _role(data: Mapping[str, Any], name: str) -> RoleConfig:
-    section = data.get(name, {}) or {}
-    unknown = set(section) - set(_ROLE_TYPES)
-    if unknown:
-        raise ConfigError(f"[{name}]: unknown keys {sorted(unknown)}")
-    kwargs = {k: _coerce(v, _ROLE_TYPES[k], f"{name}.{k}") for k, v in section.items()}
+    kwargs = {}
+    for key, value in _table(data, name).items():
+        if key in _ROLE_TYPES:
+            kind, low, above = _ROLE_TYPES[key]
+            where = f"{name}.{key}"
+            kwargs[key] = (
+                _coerce(value, kind, where)
+                if low is None
+                else _at_least(value, kind, where, low, above=above)
+            )
     return RoleConfig(**kwargs)
 
 
@@ -292,15 +387,27 @@ def _globs(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _folder(value: Any, where: str, *, root_ok: bool = True) -> str:
+    """A folder setting: a relative path that stays inside the vault, normalised."""
+    text = _coerce(value, str, where)
+    rel = posixpath.normpath(text.strip("/")) if text.strip("/") else "."
+    leaves = rel == ".." or rel.startswith("../")
+    if text.startswith(("/", "~")) or leaves or (rel == "." and not root_ok):
+        raise ConfigError(
+            f"{where}: expected a folder inside the vault, relative to its root, got {value!r}"
+        )
+    return "" if rel == "." else rel
+
+
 def _collections(data: Mapping[str, Any]) -> tuple[Collection, ...]:
     out = []
-    for name, spec in (data.get("collections", {}) or {}).items():
+    for name, spec in _table(data, "collections").items():
         if not isinstance(spec, Mapping) or "path" not in spec:
             raise ConfigError(f'[collections.{name}]: needs a path = "folder"')
         out.append(
             Collection(
                 name=name,
-                path=str(spec["path"]).strip("/"),
+                path=_folder(spec["path"], f"collections.{name}.path"),
                 include=_globs(spec.get("include", list(DEFAULT_INCLUDE)), f"{name}.include"),
                 exclude=_globs(spec.get("exclude", []), f"{name}.exclude"),
             )
@@ -308,43 +415,56 @@ def _collections(data: Mapping[str, Any]) -> tuple[Collection, ...]:
     return tuple(out)
 
 
-def build(vault: Path, data: Mapping[str, Any]) -> Config:
-    """Turn merged TOML-shaped data into a validated :class:`Config` for ``vault``."""
-    folders = data.get("folders", {}) or {}
-    memory = data.get("memory", {}) or {}
-    chroma = data.get("chroma", {}) or {}
-    query = data.get("query", {}) or {}
-    cache = data.get("cache_dir")
-    cache_dir = Path(str(cache)).expanduser() if cache else vault / ".vaultmem"
-    if not cache_dir.is_absolute():
-        cache_dir = vault / cache_dir
-    embedder = str(data.get("embedder", "local"))
+def _cache_dir(vault: Path, value: Any) -> Path:
+    if value is None or value == "":
+        return vault / ".vaultmem"
+    if not isinstance(value, str):
+        raise ConfigError(f"cache_dir: expected a folder path (a string), got {value!r}")
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else vault / path
+
+
+def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) -> Config:
+    """Turn merged TOML-shaped data into a validated :class:`Config` for ``vault``.
+
+    A value of the wrong type or out of range is a ConfigError naming the key and what
+    it expects; ``warnings`` (unknown keys, from :func:`unknown_keys`) ride along.
+    """
+    folders = _table(data, "folders")
+    memory = _table(data, "memory")
+    chroma = _table(data, "chroma")
+    query = _table(data, "query")
+    embedder = _coerce(data.get("embedder", "local"), str, "embedder")
     if embedder not in ("local", "endpoint", "none"):
         raise ConfigError(f"embedder: expected local, endpoint or none, got {embedder!r}")
+    port = _at_least(chroma.get("port", 8000), int, "chroma.port", 1)
+    if port > 65535:
+        raise ConfigError(f"chroma.port: expected a port from 1 to 65535, got {port!r}")
     return Config(
         vault=vault,
-        cache_dir=cache_dir,
+        cache_dir=_cache_dir(vault, data.get("cache_dir")),
         include=_globs(data.get("include", list(DEFAULT_INCLUDE)), "include"),
         exclude=_globs(data.get("exclude", list(DEFAULT_EXCLUDE)), "exclude"),
         collections=_collections(data),
-        inbox_folder=str(folders.get("inbox", "inbox")).strip("/"),
-        memory_folder=str(folders.get("memory", "memory")).strip("/"),
-        archive_folder=str(folders.get("archive", "archive")).strip("/"),
+        inbox_folder=_folder(folders.get("inbox", "inbox"), "folders.inbox"),
+        memory_folder=_folder(folders.get("memory", "memory"), "folders.memory"),
+        archive_folder=_folder(folders.get("archive", "archive"), "folders.archive", root_ok=False),
         stm_half_life=str(memory.get("stm_half_life", "3d")),
         prior_weight=_fraction(memory.get("prior_weight", 0.2), "memory.prior_weight"),
         review_share=_fraction(memory.get("review_share", 0.3), "memory.review_share"),
-        lock_timeout=_coerce(data.get("lock_timeout", 30.0), float, "lock_timeout"),
+        lock_timeout=_at_least(data.get("lock_timeout", 30.0), float, "lock_timeout", 0),
         embed=_role(data, "embed"),
         llm=_role(data, "llm"),
         rerank=_role(data, "rerank"),
         chroma=ChromaConfig(
-            host=chroma.get("host") or None,
-            port=_coerce(chroma.get("port", 8000), int, "chroma.port"),
-            token=chroma.get("token") or None,
+            host=_coerce(chroma.get("host"), str, "chroma.host") or None,
+            port=port,
+            token=_coerce(chroma.get("token"), str, "chroma.token") or None,
             ssl=_coerce(chroma.get("ssl", False), bool, "chroma.ssl"),
         ),
         embedder=embedder,
         query_expand=_coerce(query.get("expand", False), bool, "query.expand"),
+        warnings=tuple(warnings),
     )
 
 
@@ -362,10 +482,14 @@ def load(
     Example:
         >>> load(vault_flag="example-vault", env={}, cwd=Path("."))  # doctest: +SKIP
     """
-    user = read_toml(user_config_path(env))
+    user_path = user_config_path(env)
+    user = read_toml(user_path)
     vault = resolve_vault(vault_flag, env, cwd, user)
-    layered = {k: v for k, v in user.items() if k not in ("vaults", "default_vault")}
-    layered = _merge(layered, read_toml(vault / VAULT_CONFIG_NAME))
+    vault_file = read_toml(vault / VAULT_CONFIG_NAME)
+    warnings = unknown_keys(user, str(user_path), user=True)
+    warnings += unknown_keys(vault_file, VAULT_CONFIG_NAME)
+    layered = {k: v for k, v in user.items() if k not in USER_KEYS}
+    layered = _merge(layered, vault_file)
     layered = _merge(layered, _env_layer(env))
     flags: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
@@ -374,4 +498,4 @@ def load(
     layered = _merge(layered, flags)
     if not layered.get("embedder") and layered.get("embed", {}).get("url"):
         layered["embedder"] = "endpoint"
-    return build(vault, layered)
+    return build(vault, layered, warnings)

@@ -13,6 +13,10 @@ class VaultmemError(Exception):
     exit_code = 1
 
 
+class VaultmemWarning(UserWarning):
+    """Something a user should know of a command that still succeeded (one line on stderr)."""
+
+
 class ConfigError(VaultmemError):
     """Configuration or vault discovery failed (bad TOML, unknown vault name, bad value)."""
 
@@ -30,7 +34,10 @@ class AmbiguousNote(VaultmemError):
 
 
 class ConflictError(VaultmemError):
-    """A note changed on disk while vaultmem was writing it and could not be re-applied."""
+    """A note kept changing on disk while vaultmem was writing it (exit 75, EX_TEMPFAIL:
+    the user's bytes are in place; trying again later is the remedy)."""
+
+    exit_code = 75
 
 
 class LockBusy(VaultmemError):

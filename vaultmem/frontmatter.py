@@ -9,6 +9,15 @@ marks, then replaced, deleted, or new keys are appended at the end of the block.
 
 Every edit is checked by re-parsing the result before it is returned; a write-back that
 would not round-trip raises instead of touching the note.
+
+Hostile notes are refused in one line naming the note and the line, by every reader and
+writer alike: a note that is not UTF-8 (:func:`check_encoding`), YAML aliases that expand
+past ``MAX_EXPANDED_VALUES`` values (an alias bomb) or a value that contains itself,
+nesting deeper than ``MAX_DEPTH``, tags other than YAML's standard ones. A write is also
+refused for a top-level key written twice and for an opening fence with trailing blanks.
+Closing fences with trailing blanks and classic-Mac CR line breaks are read and kept;
+comments inside an owned key survive its rewrite. Invalid dates load as text, and an
+owned key with an invalid value reads as absent (:func:`owned_problem`).
 """
 
 from __future__ import annotations
@@ -25,14 +34,18 @@ from typing import Any
 
 import yaml
 
-from vaultmem.atomic import atomic_write
-from vaultmem.errors import ConflictError, NoteError
+from vaultmem.atomic import rewrite
+from vaultmem.errors import NoteError
 
 __all__ = [
     "OWNED_KEYS",
     "Parts",
     "WriteResult",
     "apply",
+    "check_encoding",
+    "iso_time",
+    "owned_problem",
+    "owned_warnings",
     "parse_meta",
     "render_value",
     "split",
@@ -66,16 +79,58 @@ _ORDER = {key: i for i, key in enumerate(OWNED_KEYS)}
 
 BOM = b"\xef\xbb\xbf"
 
+# The stock safe loaders: what decides whether a string may be written unquoted (a value
+# another YAML reader would take for a date must be quoted, even a bad one).
+_STRICT_LOADERS: tuple[Any, ...] = tuple(
+    dict.fromkeys((getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader))
+)
+
+
+def _lenient_timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
+    """A timestamp, or its text when it names no real date (``2026-13-45``).
+
+    The stock constructor raises a bare ``ValueError`` there, and one bad date would drop
+    the whole note from the index; as text the note stays readable and the memory code
+    reports the owned value that does not parse (:func:`owned_problem`).
+    """
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError):
+        return loader.construct_scalar(node)
+
+
 # libyaml is ~10x faster for the read path (indexing parses every note) and is also what
 # locates key extents; the pure-Python loader words error messages better.
-_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_PY_LOADER: Any = yaml.SafeLoader
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader with lenient timestamps."""
 
-# The closing delimiter: a line that is exactly '---' or '...', ended by LF, CRLF or EOF.
-_CLOSING_RE = re.compile(rb"^(?:---|\.\.\.)(?:\r?\n|\Z)", re.MULTILINE)
 
-# Tries of update_note before it gives up on a note that keeps changing under it.
-_MAX_TRIES = 3
+class _PyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with lenient timestamps."""
+
+
+for _loader in (_FastLoader, _PyLoader):
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
+_FAST_LOADER: Any = _FastLoader
+_PY_LOADER: Any = _PyLoader
+
+# A fence line: '---' (or '...' to close) with optional trailing blanks, ended by a line
+# break of any style (YAML's own: LF, CRLF or a classic-Mac CR) or the end of the file.
+# The opening fence must be exactly '---' (see split).
+_CLOSING_RE = re.compile(rb"[\r\n]((?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n|\Z))")
+_OPENING_RE = re.compile(rb"---(\r\n|\r|\n)")
+_LOOSE_OPENING_RE = re.compile(rb"---[ \t]+(?:\r\n|\r|\n)")
+_BREAK_RE = re.compile(r"\r\n|\r|\n")
+
+# Frontmatter that YAML aliases expand past this many values (keys and values counted) is
+# refused: anchors a..i each aliasing the previous nine times expand to 9^9 values from
+# 300 bytes, and every consumer (comparisons, copies, JSON) would walk all of them.
+MAX_EXPANDED_VALUES = 10_000
+# Deeper nesting is refused too: comparing and copying values recurses per level.
+MAX_DEPTH = 100
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 
 _STR_TAGS = (None, "!", "tag:yaml.org,2002:str")
 
@@ -88,9 +143,10 @@ class Parts:
     """A note split into BOM, frontmatter and body; ``to_bytes()`` gives back the input.
 
     ``newline`` is the line ending of the opening ``---`` (for a note without frontmatter:
-    of the body's first line), the style new frontmatter lines are written in.
-    ``closing`` is the closing delimiter line exactly as written (``"---\\n"``,
-    ``"...\\r\\n"``, or ``"---"`` at end of file); empty when there is no frontmatter.
+    of the body's first line): LF, CRLF or CR, the style new frontmatter lines are
+    written in. ``closing`` is the closing delimiter line exactly as written (``"---\\n"``,
+    ``"...\\r\\n"``, ``"---  \\r"``, or ``"---"`` at end of file); empty when there is no
+    frontmatter.
     ``yaml_line`` and ``body_line`` are 1-based file line numbers (both 1 when the note has
     no frontmatter).
     """
@@ -118,42 +174,91 @@ class Parts:
 
 def _first_newline(data: bytes) -> str:
     """The line-ending style of the first line of ``data`` (LF when it has no line break)."""
-    nl = data.find(b"\n")
-    return "\r\n" if nl > 0 and data[nl - 1 : nl] == b"\r" else "\n"
+    match = re.search(rb"\r\n|\r|\n", data)
+    return "\n" if match is None else match.group().decode("ascii")
+
+
+def _count_breaks(text: str, end: int | None = None) -> int:
+    """Line breaks (LF, CRLF or CR, as YAML counts them) in ``text[:end]``."""
+    part = text if end is None else text[:end]
+    return part.count("\n") + part.count("\r") - part.count("\r\n")
+
+
+def _at(mark: Any) -> int:
+    """The character offset of a PyYAML/libyaml mark (0 when there is none)."""
+    return 0 if mark is None else int(mark.index)
+
+
+def check_encoding(raw: bytes, source: str) -> str:
+    """The note's text; ``NoteError`` when it is not UTF-8 (after an optional UTF-8 BOM).
+
+    The one rule for every reader and writer: vaultmem reads and writes only UTF-8, so a
+    UTF-16 note is refused by ``index`` and ``get`` as by ``pin`` (which would otherwise
+    prepend UTF-8 frontmatter to UTF-16 bytes). NUL bytes are refused too: they are how
+    UTF-16 without a BOM looks, and no markdown has them.
+    """
+    for boms, name in ((_UTF32_BOMS, "UTF-32"), (_UTF16_BOMS, "UTF-16")):
+        if raw.startswith(boms):
+            raise NoteError(
+                f"{source}: note is {name}, vaultmem reads and writes only UTF-8 "
+                f"(convert it: iconv -f {name} -t UTF-8)"
+            )
+    data = raw[len(BOM) :] if raw.startswith(BOM) else raw
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = 1 + _count_breaks(data[: err.start].decode("utf-8", "replace"))
+        raise NoteError(
+            f"{source}:{line}: not valid UTF-8 (byte {err.start + len(raw) - len(data)}: "
+            f"{err.reason}); vaultmem reads and writes only UTF-8"
+        ) from None
+    nul = text.find("\0")
+    if nul >= 0:
+        raise NoteError(
+            f"{source}:{1 + _count_breaks(text, nul)}: note contains NUL bytes (UTF-16 "
+            "without a BOM?); vaultmem reads and writes only UTF-8 text"
+        )
+    return text
 
 
 def split(raw: bytes, source: str = "<note>") -> Parts:
     """Split a note's bytes into BOM, frontmatter text and body bytes.
 
     Frontmatter is recognised only when the file (after an optional UTF-8 BOM) starts with
-    a line that is exactly ``---`` and a later line is exactly ``---`` or ``...``. The
-    frontmatter must be UTF-8 (``NoteError`` naming ``source`` and the line otherwise); the
-    body is never decoded.
+    a line that is exactly ``---`` and a later line is ``---`` or ``...``, optionally
+    followed by spaces or tabs (kept byte for byte in ``closing``). Lines may end in LF,
+    CRLF or CR. An opening ``---`` with trailing blanks opens nothing, as in Obsidian, which
+    shows such a block as text (:func:`apply` refuses to write to such a note rather than
+    stack a second block above it). The whole note must be UTF-8
+    (:func:`check_encoding`).
     """
+    check_encoding(raw, source)
     bom = BOM if raw.startswith(BOM) else b""
     data = raw[len(bom) :]
-    if data.startswith(b"---\n"):
-        newline, start = "\n", 4
-    elif data.startswith(b"---\r\n"):
-        newline, start = "\r\n", 5
-    else:
-        return Parts(bom, _first_newline(data), None, "", data, 1, 1)
-
-    match = _CLOSING_RE.search(data, start)
-    if match is None:
+    opening = _OPENING_RE.match(data)
+    # Searched from the opening's own line break, which a closing fence right after it
+    # (an empty block) follows.
+    match = None if opening is None else _CLOSING_RE.search(data, opening.end() - 1)
+    if opening is None or match is None:
         # An opening rule with no closing one is a markdown horizontal rule, not frontmatter.
         return Parts(bom, _first_newline(data), None, "", data, 1, 1)
-
-    fm_bytes = data[start : match.start()]
+    newline, start = opening.group(1).decode("ascii"), opening.end()
+    text = data[start : match.start(1)].decode("utf-8")
+    closing = match.group(1).decode("ascii")
     yaml_line = 2
-    try:
-        text = fm_bytes.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = yaml_line + fm_bytes.count(b"\n", 0, err.start)
-        raise NoteError(f"{source}:{line}: frontmatter is not valid UTF-8 ({err.reason})") from None
-    closing = match.group().decode("ascii")
-    body_line = yaml_line + text.count("\n") + 1
+    body_line = yaml_line + _count_breaks(text) + 1
     return Parts(bom, newline, text, closing, data[match.end() :], yaml_line, body_line)
+
+
+def _loose_opening(parts: Parts) -> bool:
+    """Whether a note without frontmatter starts with ``---`` plus blanks and a fence
+    follows: a block its author meant as frontmatter that Obsidian does not read as such."""
+    opening = _LOOSE_OPENING_RE.match(parts.body)
+    return (
+        parts.frontmatter is None
+        and opening is not None
+        and _CLOSING_RE.search(parts.body, opening.end() - 1) is not None
+    )
 
 
 # --------------------------------------------------------------------------- parsing
@@ -165,6 +270,10 @@ def _yaml_problem(err: BaseException, text: str, yaml_line: int) -> str:
         char = err.character
         code = char if isinstance(char, int) else ord(str(char)[:1] or "?")
         return f"unacceptable character #x{code:04x}: {err.reason}"
+    unknown_tag = "could not determine a constructor for the tag"
+    if isinstance(err, yaml.constructor.ConstructorError) and unknown_tag in (err.problem or ""):
+        tag = str(err.problem).rsplit(" ", 1)[-1].strip("'").replace("tag:yaml.org,2002:", "!!")
+        return f"unsupported YAML tag {tag!r}; vaultmem reads only plain YAML values"
     if isinstance(err, yaml.MarkedYAMLError):
         problem = err.problem or "invalid YAML"
         if err.context:
@@ -182,7 +291,7 @@ def _yaml_problem(err: BaseException, text: str, yaml_line: int) -> str:
 
 def _file_line(text: str, yaml_line: int, index: int) -> int:
     """The file line of character ``index`` of the frontmatter text."""
-    return yaml_line + text.count("\n", 0, max(0, min(index, len(text))))
+    return yaml_line + _count_breaks(text, max(0, min(index, len(text))))
 
 
 def _yaml_error_index(err: BaseException) -> int | None:
@@ -217,7 +326,7 @@ def _locate_bad_scalar(text: str) -> int | None:
             try:
                 _PY_LOADER("").construct_object(node)
             except Exception:  # noqa: BLE001 - any failure marks the culprit
-                return int(node.start_mark.index)
+                return _at(node.start_mark)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(reversed(node.value))
         elif isinstance(node, yaml.MappingNode):
@@ -226,15 +335,111 @@ def _locate_bad_scalar(text: str) -> int | None:
     return None
 
 
+class _Refused(Exception):
+    """A composed document vaultmem will not construct; ``node`` is where it happens."""
+
+    def __init__(self, problem: str, node: yaml.Node) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.index = _at(node.start_mark)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    return []
+
+
+def _check_shape(root: yaml.Node) -> None:
+    """Refuse a node graph that aliases expand past ``MAX_EXPANDED_VALUES`` values, that
+    nests deeper than ``MAX_DEPTH``, or that contains itself (``&a [*a]``).
+
+    Aliases share nodes, so sizes are memoised per node: the walk costs the number of
+    distinct nodes (bounded by the text's length), never the expanded size. Iterative, so
+    deep nesting cannot hit the recursion limit here.
+    """
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    too_big: yaml.Node | None = None
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            kids = _children(node)
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            open_nodes.discard(key)
+            if depth[key] > MAX_DEPTH:
+                raise _Refused(
+                    f"frontmatter nests values more than {MAX_DEPTH} levels deep; "
+                    "vaultmem refuses it",
+                    node,
+                )
+            if too_big is None and size[key] > MAX_EXPANDED_VALUES:
+                too_big = node  # the smallest value over the bound: where to look
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            raise _Refused(
+                "frontmatter has a YAML alias inside its own anchor (a value that contains "
+                "itself); vaultmem refuses it",
+                node,
+            )
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((kid, False) for kid in _children(node) if id(kid) not in size)
+    # Only aliases can make the expanded size exceed the number of distinct nodes; a long
+    # list written out in full is no bomb.
+    if too_big is not None and size[id(root)] > len(size):
+        raise _Refused(
+            f"frontmatter expands YAML aliases to more than {MAX_EXPANDED_VALUES} values; "
+            "vaultmem refuses it",
+            too_big,
+        )
+
+
+def _could_be_hostile(text: str) -> bool:
+    """Whether ``text`` can hold an alias or nest past ``MAX_DEPTH``: the shape check
+    costs more than the load itself, and nearly every note needs none.
+
+    Expansion and self-reference need an alias (``*``); every level of nesting needs an
+    indicator (``[``, ``{``, ``:``, ``-`` or ``?``), so fewer of those bound the depth.
+    """
+    return "*" in text or sum(text.count(c) for c in "[{:-?") > MAX_DEPTH - 2
+
+
+def _construct(text: str, loader_class: Any) -> Any:
+    """``yaml.load`` with the node graph checked (:func:`_check_shape`) before any value
+    is constructed."""
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _could_be_hostile(text):
+            _check_shape(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def _load(text: str, parts: Parts, source: str) -> Any:
     """Load YAML text, turning every failure into ``NoteError("source:line: problem")``."""
+    index: int | None
     try:
-        return yaml.load(text, Loader=_FAST_LOADER)
+        return _construct(text, _FAST_LOADER)
+    except _Refused as refused:
+        index, problem = refused.index, refused.problem
     except yaml.YAMLError as fast_err:
         err: BaseException = fast_err
         # The pure-Python loader words errors better ("found '<stream end>'"); ask it.
         try:
-            yaml.load(text, Loader=_PY_LOADER)
+            _construct(text, _PY_LOADER)
         except yaml.YAMLError as py_err:
             err = py_err
         except Exception:  # noqa: BLE001 - keep libyaml's error then
@@ -316,7 +521,7 @@ def _plain_ok(value: str) -> bool:
     if not value or value != value.strip() or not all(_printable(ch) for ch in value):
         return False
     for doc, expected in ((f"k: {value}\n", {"k": value}), (f"k:\n  - {value}\n", {"k": [value]})):
-        for loader in {_FAST_LOADER, _PY_LOADER}:
+        for loader in _STRICT_LOADERS:
             try:
                 loaded = yaml.load(doc, Loader=loader)
             except Exception:  # noqa: BLE001 - anything but a clean read means "quote it"
@@ -450,6 +655,117 @@ def _same(a: object, b: object) -> bool:
     return bool(a == b)
 
 
+# --------------------------------------------------------------------------- owned values
+
+
+def iso_time(text: str) -> datetime | date | None:
+    """ISO 8601 text (``2026-11-02``, ``2026-11-02T10:00:00Z``) as a date or datetime;
+    None when it is not one."""
+    text = text.strip()
+    try:
+        if len(text) == 10:
+            return date.fromisoformat(text)
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, date) or (isinstance(value, str) and iso_time(value) is not None)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_count(value: object) -> bool:
+    return _is_number(value) and float(value).is_integer() and value >= 0  # type: ignore[operator, arg-type]
+
+
+def _is_half_life(value: object) -> bool:
+    from vaultmem.scores import parse_half_life
+
+    try:
+        parse_half_life(value)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
+
+
+def _is_links(value: object) -> bool:
+    items = value if isinstance(value, list) else [value]
+    return all(isinstance(item, str) and item.strip() for item in items)
+
+
+_TIME = (_is_time, "is not a date")
+_COUNT = (_is_count, "is not a whole number of 0 or more")
+_LINKS = (_is_links, "is not a link or a list of links")
+_TEXT = (lambda v: isinstance(v, str), "is not text")
+# What a valid value of each owned key is, and how a bad one is described.
+_VALID: dict[str, tuple[Callable[[object], bool], str]] = {
+    "type": _TEXT,
+    "confidence": (lambda v: _is_number(v) and 0 <= v <= 1, "is not a number from 0 to 1"),  # type: ignore[operator]
+    "half_life": (_is_half_life, "is not a half-life (30d, 12h, 2w or never)"),
+    "pinned": (lambda v: isinstance(v, bool), "is not true or false"),
+    "snoozed_until": _TIME,
+    "status": _TEXT,
+    "strength": (_is_number, "is not a number"),
+    "use_count": _COUNT,
+    "last_used": _TIME,
+    "created": _TIME,
+    "review_count": _COUNT,
+    "last_review": _TIME,
+    "cross_domain_count": _COUNT,
+    **dict.fromkeys(OWNED_KEYS[OWNED_KEYS.index("supersedes") :], _LINKS),
+}
+
+
+def owned_problem(key: str, value: object) -> str | None:
+    """Why ``value`` is not a valid value of the owned key ``key`` (None when it is).
+
+    None and ``""`` are an absent value, not a problem. Dates may be YAML dates or ISO
+    text (the manifest keeps them as text). The memory code treats a key with a problem
+    as absent, and the note reports it (:attr:`vaultmem.note.Note.warnings`).
+    """
+    if value is None or value == "" or key not in _VALID:
+        return None
+    valid, problem = _VALID[key]
+    return None if valid(value) else problem
+
+
+def _shown(value: object) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    if isinstance(value, date):
+        text = repr(value.isoformat())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def owned_warnings(meta: Mapping[Any, Any], parts: Parts) -> tuple[str, ...]:
+    """One line per owned key whose value is invalid, e.g. ``created: '2026-13-45' is not a
+    date (line 3); treated as absent``. Cheap when there is none (the usual case)."""
+    found = {key: owned_problem(key, meta[key]) for key in meta if key in _VALID}
+    warnings = []
+    for key in OWNED_KEYS:
+        problem = found.get(key)
+        if problem is None:
+            continue
+        where = _key_line(parts, key)
+        at = "" if where is None else f" (line {where})"
+        warnings.append(f"{key}: {_shown(meta[key])} {problem}{at}; treated as absent")
+    return tuple(warnings)
+
+
+def _key_line(parts: Parts, key: str) -> int | None:
+    """The file line of the last top-level ``key:`` (the one YAML keeps)."""
+    name = re.escape(key)
+    pattern = re.compile(rf"[ \t]*(?:{name}|'{name}'|\"{name}\")[ \t]*:")
+    found = None
+    for n, line in enumerate(_split_lines(parts.frontmatter or "")):
+        if pattern.match(line):
+            found = parts.yaml_line + n
+    return found
+
+
 # --------------------------------------------------------------------------- locating keys
 
 
@@ -463,24 +779,39 @@ class _Extent:
     last: int
 
 
+@dataclass(frozen=True)
+class _Comment:
+    """A comment ending line ``line``: ``suffix`` is the line from the blanks before ``#``
+    to the end (no line break); ``alone`` when nothing but blanks precedes it."""
+
+    line: int
+    suffix: str
+    alone: bool
+
+
 @dataclass
 class _Layout:
     lines: list[str]
     extents: list[_Extent] = field(default_factory=list)
+    comments: dict[int, _Comment] = field(default_factory=dict)
     indent: str = ""
 
 
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
 def _split_lines(text: str) -> list[str]:
-    """Lines with their endings kept, split on LF only.
+    """Lines with their endings kept, split on LF, CRLF and CR (YAML's line breaks).
 
     ``str.splitlines`` would also split on U+2028, form feeds and friends, which are
     ordinary characters inside a line of the file.
     """
-    pieces = text.split("\n")
-    lines = [piece + "\n" for piece in pieces[:-1]]
-    if pieces[-1]:
-        lines.append(pieces[-1])
-    return lines
+    return _LINE_RE.findall(text)
+
+
+def _content(line: str) -> str:
+    """The line without its line break."""
+    return line.rstrip("\r\n")
 
 
 def _node_end(events: list[Any], i: int) -> tuple[int, int]:
@@ -497,21 +828,78 @@ def _node_end(events: list[Any], i: int) -> tuple[int, int]:
         event = events[i]
         i += 1
         if isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
-            end = max(end, int(event.end_mark.index))
+            end = max(end, _at(event.end_mark))
         elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            end = max(end, int(event.end_mark.index))
+            end = max(end, _at(event.end_mark))
             flows.append(bool(event.flow_style))
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             if flows.pop():
-                end = max(end, int(event.end_mark.index))
+                end = max(end, _at(event.end_mark))
         else:
             raise ValueError(f"unexpected YAML event {type(event).__name__}")
         if not flows:
             return i, end
 
 
+_BLOCK_HEADER_RE = re.compile(r"[|>][-+0-9]*")
+
+
+def _comments(text: str, lines: list[str], events: list[Any]) -> dict[int, _Comment]:
+    """The comments of the frontmatter, by line.
+
+    Comments are what the parser drops, so they are found as the text no event covers:
+    after the furthest event end reached on a line only blanks, indicators (``:``, ``-``,
+    ``,``, ``?``) and a comment can remain, and none of those contains ``#``. Scalars,
+    anchors, tags and aliases are inside their events' spans, so a ``#`` in a quoted
+    string or a block scalar is never taken for a comment (a block scalar's header line,
+    ``|  # why``, is covered only up to its indicators).
+    """
+    comments: dict[int, _Comment] = {}
+    reach = 0
+    e = 0
+    start = 0
+    for i, line in enumerate(lines):
+        end = start + len(_content(line))
+        later = 0  # a block scalar covers its header line only up to its indicators
+        while e < len(events) and _at(events[e].start_mark) < end:
+            event = events[e]
+            header = None
+            if isinstance(event, yaml.ScalarEvent) and event.style in ("|", ">"):
+                header = _BLOCK_HEADER_RE.search(text, _at(event.start_mark), end)
+            if header is None:
+                reach = max(reach, _at(event.end_mark))
+            else:
+                reach, later = max(reach, header.end()), max(later, _at(event.end_mark))
+            e += 1
+        left = max(start, reach)
+        reach = max(reach, later)
+        hash_at = text.find("#", left, end)
+        if hash_at >= 0:
+            blank = hash_at
+            while blank > left and text[blank - 1] in " \t":
+                blank -= 1
+            alone = text[start:blank].strip(" \t") == ""
+            comments[i] = _Comment(i, text[blank:end], alone)
+        start += len(line)
+    return comments
+
+
+def _key_identity(event: Any, resolver: Any) -> tuple[str, str] | None:
+    """What makes two top-level keys the same key to YAML: resolved tag and text."""
+    if not isinstance(event, yaml.ScalarEvent):
+        return None
+    tag = event.tag
+    if tag in (None, "!"):
+        tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+    return str(tag), str(event.value)
+
+
 def _layout(text: str, parts: Parts, source: str) -> _Layout:
-    """Find where each top-level owned key lives in the frontmatter text."""
+    """Find where each top-level owned key lives in the frontmatter text.
+
+    Raises ``NoteError`` for a top-level key written twice (YAML silently keeps the last
+    one; which one the user meant is not vaultmem's to guess).
+    """
     lines = _split_lines(text)
     layout = _Layout(lines)
     starts = [0]
@@ -530,6 +918,7 @@ def _layout(text: str, parts: Parts, source: str) -> _Layout:
         # parse_meta accepted this text, so this is not expected; refuse to edit.
         lineno = _file_line(text, parts.yaml_line, _yaml_error_index(err) or 0)
         raise NoteError(f"{source}:{lineno}: {_yaml_problem(err, text, parts.yaml_line)}") from None
+    layout.comments = _comments(text, lines, events)
 
     i = 0
     while i < len(events) and not isinstance(
@@ -548,15 +937,26 @@ def _layout(text: str, parts: Parts, source: str) -> _Layout:
         )
     i += 1
     indent_set = False
+    resolver = yaml.resolver.Resolver()
+    seen: dict[tuple[str, str], int] = {}
     while not isinstance(events[i], yaml.MappingEndEvent):
         key_event = events[i]
-        key_start = int(key_event.start_mark.index)
+        key_start = _at(key_event.start_mark)
         i, _ = _node_end(events, i)
         i, value_end = _node_end(events, i)
         if not indent_set:
             column_text = text[starts[line_of(key_start)] : key_start]
             layout.indent = column_text if column_text.strip(" ") == "" else ""
             indent_set = True
+        identity = _key_identity(key_event, resolver)
+        if identity is not None:
+            key_line = parts.yaml_line + line_of(key_start)
+            if identity in seen:
+                raise NoteError(
+                    f"{source}:{key_line}: duplicate key {identity[1]!r} (first on line "
+                    f"{seen[identity]}); fix the note, vaultmem will not guess"
+                )
+            seen[identity] = key_line
         if not (
             isinstance(key_event, yaml.ScalarEvent)
             and key_event.value in _ORDER
@@ -589,12 +989,17 @@ def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> byte
     """Set (value) or clear (None) owned frontmatter keys by editing the note's text.
 
     Every byte outside the edited keys' lines is kept: other keys, comments, the body,
-    line endings (new lines follow the block's style), the BOM. New keys are appended at
-    the end of the block in ``OWNED_KEYS`` order; a note without frontmatter gets a new
-    block, and a block that clearing leaves empty is removed again. When nothing changes
-    ``raw`` itself is returned. Raises ``ValueError`` for a key vaultmem does not own,
-    ``TypeError`` for a value it cannot store, ``NoteError`` for malformed frontmatter
-    (or a result that would not read back as asked).
+    line endings (new lines follow the block's style: LF, CRLF or CR), the fences, the BOM.
+    Comments inside an edited key's lines are kept too (see :func:`_replacement`). New keys
+    are appended at the end of the block in ``OWNED_KEYS`` order; a note without
+    frontmatter gets a new block, and a block that clearing leaves empty is removed again.
+    An owned key holding an invalid value (:func:`owned_problem`) is simply overwritten:
+    it is vaultmem's key. When nothing changes ``raw`` itself is returned.
+
+    Raises ``ValueError`` for a key vaultmem does not own, ``TypeError`` for a value it
+    cannot store, ``NoteError`` for a note it will not edit: not UTF-8, malformed or
+    hostile YAML (alias bombs, unsafe tags), a top-level key written twice, an opening
+    fence with trailing blanks, or a result that would not read back as asked.
     """
     wanted = _check_updates(updates)
     meta, parts = parse_meta(raw, source)
@@ -611,6 +1016,12 @@ def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> byte
 
     newline = parts.newline
     if parts.frontmatter is None:
+        if _loose_opening(parts):
+            raise NoteError(
+                f"{source}:1: the opening '---' has trailing blanks, so Obsidian does not read "
+                "this block as properties and neither does vaultmem; delete the blanks after "
+                "'---' and run again"
+            )
         added = [(k, v) for k, v in changes.items() if v is not None]
         added.sort(key=lambda kv: _ORDER[kv[0]])
         text = "".join(render_value(k, v, newline) for k, v in added)
@@ -631,30 +1042,22 @@ def _edit(text: str, parts: Parts, changes: Mapping[str, object | None], source:
     # line index -> (last line of the range, replacement text)
     edits: dict[int, tuple[int, str]] = {}
     appended: list[tuple[str, object]] = []
+    extents = {extent.key: extent for extent in layout.extents}  # duplicates were refused
     for key, value in changes.items():
-        occurrences = [e for e in layout.extents if e.key == key]
-        if value is not None and not occurrences:
-            appended.append((key, value))
+        extent = extents.get(key)
+        if extent is None:
+            if value is not None:
+                appended.append((key, value))
             continue
-        for n, extent in enumerate(occurrences):
-            # Duplicated keys: YAML keeps the last; the first keeps its place, the rest go.
-            new = ""
-            if value is not None and n == 0:
-                new = render_value(
-                    key, value, _line_newline(lines[extent.last], parts), layout.indent
-                )
-            edits[extent.first] = (extent.last, new)
+        newline = _line_newline(lines[extent.last], parts)
+        edits[extent.first] = (extent.last, _replacement(layout, extent, value, newline))
 
     out: list[str] = []
     i = 0
-    covered_until = -1
     while i < len(lines):
         if i in edits:
             last, new = edits[i]
-            if i <= covered_until:
-                raise NoteError(f"{source}:{parts.yaml_line + i}: overlapping keys, not editing")
             out.append(new)
-            covered_until = last
             i = last + 1
             continue
         out.append(lines[i])
@@ -667,12 +1070,45 @@ def _edit(text: str, parts: Parts, changes: Mapping[str, object | None], source:
     return new_text
 
 
+def _replacement(layout: _Layout, extent: _Extent, value: object | None, newline: str) -> str:
+    """The text that replaces an owned key's lines: the new value (nothing when cleared)
+    with the user's comments kept inside the key's block.
+
+    The comment on the key's own line stays on it (it goes away with a cleared key). A
+    comment on a value line stays on the identical new line (an item that is kept);
+    comment lines, and comments whose line is gone, move right below the key line, in
+    their order, so no comment is lost to a rewrite.
+    """
+    new: list[str] = []
+    if value is not None:
+        new = _split_lines(render_value(extent.key, value, newline, layout.indent))
+    key_comment = layout.comments.get(extent.first)
+    if new and key_comment is not None and not key_comment.alone:
+        new[0] = _content(new[0]) + key_comment.suffix + newline
+    moved: list[str] = []
+    taken: set[int] = set()
+    for i in range(extent.first + 1, extent.last + 1):
+        comment = layout.comments.get(i)
+        if comment is None:
+            continue
+        if comment.alone:
+            moved.append(layout.lines[i])
+            continue
+        kept = _content(layout.lines[i])[: -len(comment.suffix)].strip()
+        same = [j for j in range(1, len(new)) if j not in taken and new[j].strip() == kept]
+        if same:
+            taken.add(same[0])
+            new[same[0]] = _content(new[same[0]]) + comment.suffix + newline
+        else:
+            moved.append(f"{layout.indent}  {comment.suffix.strip()}{newline}")
+    return "".join(new[:1] + moved + new[1:])
+
+
 def _line_newline(line: str, parts: Parts) -> str:
     """The ending of the line a replaced key ended on, so a replacement keeps it."""
-    if line.endswith("\r\n"):
-        return "\r\n"
-    if line.endswith("\n"):
-        return "\n"
+    for ending in ("\r\n", "\n", "\r"):
+        if line.endswith(ending):
+            return ending
     return parts.newline
 
 
@@ -716,25 +1152,18 @@ def _verify(
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What ``update_note`` did: whether it wrote, and the owned keys before and after."""
+    """What ``update_note`` did: whether it wrote, the owned keys before and after, and how
+    many times a concurrent save made it re-apply the updates to the user's bytes."""
 
     path: Path
     changed: bool
     before: dict[str, Any]
     after: dict[str, Any]
+    reapplied: int = 0
 
 
 def _owned(meta: Mapping[Any, Any]) -> dict[str, Any]:
     return {key: meta[key] for key in OWNED_KEYS if key in meta}
-
-
-def _read(path: Path, source: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise NoteError(f"{source}: note not found") from None
-    except OSError as err:
-        raise NoteError(f"{source}: cannot read note: {err.strerror or err}") from None
 
 
 def update_note(
@@ -745,36 +1174,23 @@ def update_note(
     """Read a note, ask ``compute(meta)`` for owned-key updates, and write them back.
 
     ``compute`` gets a copy of the parsed frontmatter and returns ``{key: value or None}``.
-    Before writing, the file is read again; if it changed in between (the user saved it in
-    Obsidian), the updates are recomputed on the fresh copy and re-applied, up to three
-    tries, after which ``ConflictError`` is raised. An unchanged result is not written
-    (the file's mtime stays). Malformed YAML raises ``NoteError`` and leaves the file as
-    it was.
+    The write is :func:`vaultmem.atomic.rewrite`: a save that lands meanwhile (the user
+    in Obsidian) is kept and ``compute`` is called again on it, so the last call is the one
+    written; a note that keeps changing raises ``ConflictError`` (exit 75) with the user's
+    bytes in place. An unchanged result is not written (the file's mtime stays).
+    Malformed YAML raises ``NoteError`` and leaves the file as it was.
     """
     path = Path(path)
-    raw = _read(path, source)
-    for _ in range(_MAX_TRIES):
+    owned: dict[bytes, dict[str, Any]] = {}
+
+    def transform(raw: bytes) -> bytes:
         meta, _parts = parse_meta(raw, source)
-        before = _owned(meta)
-        updates = compute(copy.deepcopy(meta))
-        new = apply(raw, updates, source)
-        if new == raw:
-            return WriteResult(path, False, before, before)
-        try:
-            current = path.read_bytes()
-        except FileNotFoundError:
-            raise ConflictError(
-                f"{source}: the note was deleted while vaultmem was updating it"
-            ) from None
-        except OSError as err:
-            raise NoteError(f"{source}: cannot read note: {err.strerror or err}") from None
-        if current != raw:
-            raw = current  # someone saved meanwhile: redo the work on their version
-            continue
-        atomic_write(path, new)
-        after, _ = parse_meta(new, source)
-        return WriteResult(path, True, before, _owned(after))
-    raise ConflictError(
-        f"{source}: the note kept changing on disk while vaultmem was updating it "
-        f"({_MAX_TRIES} tries); nothing was written"
-    )
+        owned[raw] = _owned(meta)
+        return apply(raw, compute(copy.deepcopy(meta)), source)
+
+    done = rewrite(path, transform, source)
+    before = owned[done.before]
+    if not done.changed:
+        return WriteResult(path, False, before, before, done.reapplied)
+    after, _ = parse_meta(done.after, source)
+    return WriteResult(path, True, before, _owned(after), done.reapplied)

@@ -1,30 +1,39 @@
 """`index`: bring the sidecar indexes in line with the vault, touching only what changed.
 
 Flow: walk (stat only) → manifest plan → read and hash files whose stat changed →
-parse changed notes → lexical upsert/delete → manifest saved last, atomically.
+parse changed notes → lexical upsert/delete → the changed manifest rows, last.
 A cold build of a large vault parses and writes in one process per core, each process
 producing its own Whoosh segment; the parent attaches them in a single commit.
+
+A rebuild writes a new generation of the keyword index beside the live one; the manifest
+transaction that records its rows and generation makes it live, so a rebuild killed at
+any point leaves the old index answering. An index the manifest cannot vouch for
+(missing, changed outside vaultmem, a different note count, an interrupted write) is
+rebuilt by the next run, which says why.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import os
-import queue
+import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, wait
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Config
-from vaultmem.errors import NoteError
+from vaultmem.errors import IndexStateError, NoteError, VaultmemError, VaultmemWarning
+from vaultmem.index import lexical
 from vaultmem.index import manifest as mf
 from vaultmem.index.lexical import SCHEMA_VERSION, LexicalIndex
 from vaultmem.note import Note, content_hash, parse_note
 from vaultmem.vault import FileStat, vault_lock, walk_notes
+from vaultmem.workers import Report, run_forked
 
 Progress = Callable[[int, int], None]
 # Below this many notes to parse, worker processes cost more than they save.
@@ -51,6 +60,7 @@ class IndexReport:
     seconds: float
     bytes_read: int
     rebuilt: bool
+    healed: str = ""  # what was found damaged and rebuilt ("" when nothing was)
 
     @property
     def summary(self) -> str:
@@ -91,22 +101,29 @@ class _Parsed:
 
 
 def _changed_content(
-    root: Path, plan: mf.Plan, old: mf.Manifest, entries: dict[str, mf.Entry]
+    root: Path,
+    changed: Iterable[FileStat],
+    old: Mapping[str, mf.Entry],
+    entries: dict[str, mf.Entry],
 ) -> list[tuple[FileStat, bytes | None]]:
     """Hash files whose stat changed; those with the same content only get a new stat."""
     out: list[tuple[FileStat, bytes | None]] = []
-    for f in plan.changed:
+    for f in changed:
         try:
             raw = (root / f.path).read_bytes()
         except OSError:
-            continue
-        prev = old.entries[f.path]
+            continue  # vanished: its row stays until the next run sees it gone
+        prev = old[f.path]
         if content_hash(raw) == prev.hash:
             # Touched but not edited (git checkout, sync): record the new stat only.
             entries[f.path] = replace(prev, mtime_ns=f.mtime_ns, size=f.size)
         else:
             out.append((f, raw))
     return out
+
+
+class IndexNotRefreshed(VaultmemWarning):
+    """A write command changed notes but could not refresh the keyword index."""
 
 
 def index_vault(
@@ -119,48 +136,130 @@ def index_vault(
 ) -> IndexReport:
     """Index the vault of ``config`` incrementally (or from scratch with ``rebuild``).
 
+    A damaged cache (manifest, keyword index) is rebuilt; the report's ``healed`` says
+    what was wrong.
+
     Example:
         >>> index_vault(config).summary  # doctest: +SKIP
         '53 added, 0 updated, 0 unchanged, 0 removed, 0 skipped in 0.41s'
     """
     started = time.perf_counter()
     cache = config.cache_dir
+    run = _Run(config, progress, now(), workers)
     with vault_lock(cache, timeout=config.lock_timeout, what="index"):
-        old = mf.load(cache)
-        fresh = rebuild or old.lexical_schema != SCHEMA_VERSION or not old.entries
-        if fresh:
-            LexicalIndex.destroy(cache)
-            old = mf.Manifest()
-        plan = mf.plan(old, walk_notes(config))
-        entries = {f.path: old.entries[f.path] for f in plan.unchanged}
-        todo = [(f, None) for f in plan.new] + _changed_content(config.vault, plan, old, entries)
-        removed = list(plan.removed)
-        parsed = _Parsed()
-        if todo or removed or fresh:
-            index = LexicalIndex.open(cache, create=True)
-            procs = workers if workers is not None else (os.cpu_count() or 1)
-            if fresh and procs > 1 and len(todo) >= PARALLEL_MIN_NOTES:
-                parsed = _build_parallel(index, config.vault, todo, procs, progress)
+        orphaned = not (cache / mf.FILE_NAME).exists() and lexical.has_generations(cache)
+        store, healed = mf.open_writer(cache)
+        with store:
+            state = store.state()
+            live = bool(state.generation) and state.lexical_schema == SCHEMA_VERSION
+            healed = healed or _unsound(cache, store, state, live=live, orphaned=orphaned)
+            if rebuild or healed or not live:
+                report = run.rebuild(store, state)
             else:
-                tick = _ticker(len(todo), progress)
-                notes = parsed.notes(config.vault, todo, tick)
-                index.update(notes, remove=() if fresh else removed, fresh=fresh)
-        for skip in parsed.skipped:
-            # A note that no longer parses keeps its last good index entry until fixed.
-            if skip.path in old.entries:
-                entries[skip.path] = old.entries[skip.path]
-        entries.update(parsed.entries)
-        mf.save(cache, mf.Manifest(entries, now().isoformat(timespec="seconds"), SCHEMA_VERSION))
-    updated = sum(1 for p in parsed.entries if p in old.entries)
+                report = run.update(store, state)
+    return replace(report, seconds=time.perf_counter() - started, healed=healed)
+
+
+def _unsound(cache: Path, store: mf.Store, state: mf.State, *, live: bool, orphaned: bool) -> str:
+    """Why the live keyword index cannot be trusted ("" when it can), read cheaply.
+
+    ``orphaned``: keyword indexes lay on disk without a manifest to name one of them.
+    """
+    if orphaned:
+        return "the manifest was missing"
+    if not live:
+        return ""  # never indexed, or by another schema: rebuilt without complaint
+    if state.dirty:
+        return state.dirty
+    directory = lexical.location(cache, state.generation)
+    problem = lexical.check(directory, state.fingerprint)
+    if problem:
+        return f"keyword index {problem}"
+    try:
+        held = LexicalIndex.open_dir(directory).doc_count()
+    except IndexStateError as exc:
+        return str(exc)
+    rows = store.count()
+    return "" if held == rows else f"keyword index holds {held} notes, the manifest {rows}"
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One `index` run's inputs: the two ways to bring the indexes up to date."""
+
+    config: Config
+    progress: Progress | None
+    started: datetime
+    workers: int | None
+
+    def rebuild(self, store: mf.Store, state: mf.State) -> IndexReport:
+        """Build a new generation beside the live one; one transaction makes it live."""
+        cache = self.config.cache_dir
+        generation = lexical.new_generation()
+        index = LexicalIndex.create(lexical.location(cache, generation))
+        todo: list[tuple[FileStat, bytes | None]] = [(f, None) for f in walk_notes(self.config)]
+        procs = self.workers if self.workers is not None else (os.cpu_count() or 1)
+        if procs > 1 and len(todo) >= PARALLEL_MIN_NOTES:
+            parsed = _build_parallel(index, self.config.vault, todo, procs, self.progress)
+        else:
+            parsed = _Parsed()
+            tick = _ticker(len(todo), self.progress)
+            index.update(parsed.notes(self.config.vault, todo, tick), fresh=True)
+        with store.transaction():
+            store.clear()
+            store.upsert(parsed.entries)
+            store.set_meta(
+                generation=generation,
+                fingerprint=lexical.fingerprint(index.directory),
+                dirty="",
+                last_index=self._stamp(),
+                lexical_schema=SCHEMA_VERSION,
+            )
+        lexical.remove_generations(cache, generation)
+        return _report(parsed, updated=0, unchanged=0, removed=0, rebuilt=True)
+
+    def update(self, store: mf.Store, state: mf.State) -> IndexReport:
+        """Re-index the notes whose stat changed; write only the rows that did."""
+        cache = self.config.cache_dir
+        lexical.remove_generations(cache, state.generation)  # left by a killed rebuild
+        stats = store.stats()
+        plan = mf.plan(stats, walk_notes(self.config))
+        touched: dict[str, mf.Entry] = {}
+        old = store.get_many(f.path for f in plan.changed)
+        todo: list[tuple[FileStat, bytes | None]] = [(f, None) for f in plan.new]
+        todo += _changed_content(self.config.vault, plan.changed, old, touched)
+        parsed = _Parsed()
+        fingerprint = state.fingerprint
+        if todo or plan.removed:
+            store.mark_dirty("an earlier `index` was interrupted")
+            index = LexicalIndex.open_dir(lexical.location(cache, state.generation))
+            tick = _ticker(len(todo), self.progress)
+            index.update(parsed.notes(self.config.vault, todo, tick), remove=plan.removed)
+            fingerprint = lexical.fingerprint(index.directory)
+        with store.transaction():
+            store.upsert({**touched, **parsed.entries})
+            store.delete(plan.removed)
+            store.set_meta(fingerprint=fingerprint, dirty="", last_index=self._stamp())
+        updated = sum(1 for p in parsed.entries if p in stats)
+        unchanged = store.count() - len(parsed.entries)
+        return _report(parsed, updated, unchanged, len(plan.removed), rebuilt=False)
+
+    def _stamp(self) -> str:
+        return self.started.isoformat(timespec="seconds")
+
+
+def _report(
+    parsed: _Parsed, updated: int, unchanged: int, removed: int, *, rebuilt: bool
+) -> IndexReport:
     return IndexReport(
         added=len(parsed.entries) - updated,
         updated=updated,
-        unchanged=len(entries) - len(parsed.entries),
-        removed=len(removed),
+        unchanged=unchanged,
+        removed=removed,
         skipped=tuple(parsed.skipped),
-        seconds=time.perf_counter() - started,
+        seconds=0.0,
         bytes_read=parsed.bytes_read,
-        rebuilt=fresh,
+        rebuilt=rebuilt,
     )
 
 
@@ -176,31 +275,25 @@ def _ticker(total: int, progress: Progress | None) -> Callable[[], None]:
     return tick
 
 
-# Worker side of the parallel build. The queue is inherited at fork, not pickled.
-_PROGRESS_QUEUE: Any = None
+# The parallel build: each worker process (vaultmem.workers) writes one Whoosh segment.
 _TICK_EVERY = 25
 
 
-def _init_worker(progress_queue: Any) -> None:
-    global _PROGRESS_QUEUE
-    _PROGRESS_QUEUE = progress_queue
-
-
 def _segment_job(
-    directory: Path, root: Path, items: Sequence[tuple[FileStat, bytes | None]]
+    directory: Path, root: Path, items: Sequence[tuple[FileStat, bytes | None]], report: Report
 ) -> tuple[Any, _Parsed]:
+    """Worker side: parse ``items`` and write them as one unattached segment."""
     parsed = _Parsed()
     count = 0
 
     def tick() -> None:
         nonlocal count
         count += 1
-        if count % _TICK_EVERY == 0 and _PROGRESS_QUEUE is not None:
-            _PROGRESS_QUEUE.put(_TICK_EVERY)
+        if count % _TICK_EVERY == 0:
+            report(_TICK_EVERY)
 
     segment = LexicalIndex.write_segment(directory, parsed.notes(root, items, tick))
-    if _PROGRESS_QUEUE is not None:
-        _PROGRESS_QUEUE.put(count % _TICK_EVERY)
+    report(count % _TICK_EVERY)
     return segment, parsed
 
 
@@ -212,26 +305,18 @@ def _build_parallel(
     progress: Progress | None,
 ) -> _Parsed:
     """Parse and write ``todo`` in ``procs`` processes, one segment each, then attach."""
-    ctx = multiprocessing.get_context("fork")
-    progress_queue = ctx.Queue()
     # Interleave so each worker gets a similar mix of small and large notes.
     chunks = [todo[i::procs] for i in range(procs)]
     done = 0
-    with ProcessPoolExecutor(
-        max_workers=procs, mp_context=ctx, initializer=_init_worker, initargs=(progress_queue,)
-    ) as pool:
-        futures = [pool.submit(_segment_job, index.directory, root, c) for c in chunks]
-        pending = set(futures)
-        while pending:
-            _, pending = wait(pending, timeout=0.1)
-            while True:
-                try:
-                    done += progress_queue.get_nowait()
-                except queue.Empty:
-                    break
-                if progress is not None:
-                    progress(done, len(todo))
-        results = [f.result() for f in futures]
+
+    def advanced(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, len(todo))
+
+    jobs = [partial(_segment_job, index.directory, root, chunk) for chunk in chunks]
+    results = run_forked(jobs, advanced)
     index.attach_segments([segment for segment, _ in results if segment is not None])
     merged = _Parsed()
     for _, part in results:
@@ -246,12 +331,40 @@ def refresh_paths(config: Config, paths: Iterable[str], removed: Iterable[str] =
 
     The caller holds the vault lock. A vault that was never indexed is left alone: the
     first `index` will see everything. Commands that edit notes call this so a search run
-    right after `forget` or `promote` already sees the new state.
+    right after `forget` or `promote` already sees the new state. Only the rows of these
+    notes are read and written.
+
+    The notes are already written when this runs, so a damaged index is no reason to
+    fail: the refresh is skipped with an :class:`IndexNotRefreshed` warning, the index is
+    marked for the next `index` to rebuild, and the command succeeds.
     """
-    cache = config.cache_dir
-    old = mf.load(cache)
-    if not old.entries or old.lexical_schema != SCHEMA_VERSION:
+    try:
+        store = mf.open_reader(config.cache_dir)
+    except IndexStateError as exc:
+        _not_refreshed(str(exc))
         return
+    if store is None:
+        return
+    with store:
+        try:
+            _refresh(config, store, paths, removed)
+        except (VaultmemError, sqlite3.Error, OSError) as exc:
+            _give_up(store, str(exc))
+        except Exception as exc:  # whoosh raises many kinds on a damaged index
+            _give_up(store, f"{type(exc).__name__}: {exc}")
+
+
+def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Iterable[str]) -> None:
+    state = store.state()
+    if not state.generation or state.lexical_schema != SCHEMA_VERSION:
+        return
+    if state.dirty:  # already marked for the next `index` to rebuild
+        _not_refreshed(state.dirty)
+        return
+    directory = lexical.location(config.cache_dir, state.generation)
+    problem = lexical.check(directory, state.fingerprint)
+    if problem:
+        raise IndexStateError(f"keyword index {problem}")
     gone = set(removed)
     todo: list[tuple[FileStat, bytes | None]] = []
     for path in dict.fromkeys(paths):
@@ -262,11 +375,29 @@ def refresh_paths(config: Config, paths: Iterable[str], removed: Iterable[str] =
             continue
         todo.append((FileStat(path, st.st_mtime_ns, st.st_size), None))
     parsed = _Parsed()
-    index = LexicalIndex.open(cache, create=True)
+    store.mark_dirty("a write command's index refresh was interrupted")
+    index = LexicalIndex.open_dir(directory)
     try:
         index.update(parsed.notes(config.vault, todo, lambda: None), remove=sorted(gone))
     finally:
         index.close()
-    entries = {p: e for p, e in old.entries.items() if p not in gone}
-    entries.update(parsed.entries)
-    mf.save(cache, mf.Manifest(entries, old.last_index, old.lexical_schema))
+    with store.transaction():
+        store.upsert(parsed.entries)
+        store.delete(gone)
+        store.set_meta(fingerprint=lexical.fingerprint(directory), dirty="")
+
+
+def _give_up(store: mf.Store, why: str) -> None:
+    """Mark the index for rebuilding (if the manifest still takes a write) and warn."""
+    with contextlib.suppress(sqlite3.Error):
+        store.mark_dirty(f"a write command could not refresh the keyword index ({why})")
+    _not_refreshed(why)
+
+
+def _not_refreshed(why: str) -> None:
+    warnings.warn(
+        IndexNotRefreshed(
+            f"notes written, but the keyword index was not refreshed ({why}); run `vaultmem index`"
+        ),
+        stacklevel=3,
+    )

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.config import Config
+from vaultmem.errors import NoteNotFound
+from vaultmem.frontmatter import check_encoding
 from vaultmem.index import manifest as mf
-from vaultmem.note import Note, iso, read_note
-from vaultmem.vault import LinkResolver, NoteName, walk_notes
+from vaultmem.note import Note, iso, parse_note, read_raw
+from vaultmem.vault import LinkResolver, NoteName, note_path, vault_relative, walk_notes
 
 
 def note_names(config: Config) -> list[NoteName]:
@@ -16,24 +18,35 @@ def note_names(config: Config) -> list[NoteName]:
 
     Reads no note: notes the index has not seen yet are known by their file name only.
     """
-    manifest = mf.load(config.cache_dir)
+    none: dict[str, tuple[str, tuple[str, ...]]] = {}
+    known = mf.read(config.cache_dir, none, mf.Store.names)
     names = []
     for f in walk_notes(config):
-        entry = manifest.entries.get(f.path)
+        entry = known.get(f.path)
         if entry is not None:
-            names.append(NoteName(f.path, entry.title, entry.aliases))
+            names.append(NoteName(f.path, *entry))
         else:
             names.append(NoteName(f.path, f.path.rsplit("/", 1)[-1][:-3]))
     return names
 
 
-def resolve(config: Config, name: str) -> str:
-    """The vault-relative path of the note ``name`` means (NoteNotFound / AmbiguousNote)."""
+def resolve(config: Config, name: str, *, write: bool = False) -> str:
+    """The vault-relative path of the note ``name`` means (NoteNotFound / AmbiguousNote).
+
+    Whatever ``name`` is (a path, absolute or relative, a title, an alias, a file name),
+    the answer passes :func:`~vaultmem.vault.note_path`, so it is a note of this vault;
+    ``write`` is for commands that will change the note.
+    """
     direct = name.strip().removeprefix("./")
     for candidate in (direct, direct + ".md"):
         if candidate.endswith(".md") and (config.vault / candidate).is_file():
-            return candidate
-    return LinkResolver(note_names(config)).resolve_name(name)
+            return note_path(config, candidate, write=write)
+    try:
+        found = LinkResolver(note_names(config)).resolve_name(name)
+    except NoteNotFound:
+        vault_relative(config.vault, direct)  # a path out of the vault says so
+        raise
+    return note_path(config, found, write=write)
 
 
 def _plain(value: Any) -> Any:
@@ -63,6 +76,7 @@ class FoundNote:
             "body": n.body,
             "tags": list(n.tags),
             "aliases": list(n.aliases),
+            "warnings": list(n.warnings),
             "links": [
                 {
                     "target": link.target,
@@ -77,8 +91,8 @@ class FoundNote:
 
 
 def find_note(config: Config, name: str) -> FoundNote:
-    """Resolve ``name`` and read the note."""
+    """Resolve ``name`` and read the note (once: the text shown is the text parsed)."""
     path = resolve(config, name)
-    note = read_note(config.vault, path)
-    raw = (config.vault / path).read_bytes()
-    return FoundNote(note, raw.decode("utf-8-sig", errors="replace"))
+    raw, st = read_raw(config.vault, path)
+    note = parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    return FoundNote(note, check_encoding(raw, path))

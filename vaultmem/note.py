@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vaultmem.errors import NoteError
-from vaultmem.frontmatter import parse_meta
+from vaultmem.frontmatter import owned_problem, owned_warnings, parse_meta
 from vaultmem.markdown import Heading, WikiLink, normalise_tag, outline
 
 
@@ -33,6 +33,9 @@ class Note:
     content_hash: str
     mtime_ns: int
     size: int
+    # Owned keys whose value is invalid, one line each (``created: '2026-13-45' is not a
+    # date (line 3); treated as absent``); the memory code reads those keys as absent.
+    warnings: tuple[str, ...] = ()
 
     @property
     def stem(self) -> str:
@@ -47,15 +50,13 @@ class Note:
 
     @property
     def type(self) -> str:
-        """The memory type (``note`` when unset)."""
-        value = self.meta.get("type")
-        return str(value).strip().lower() if value else "note"
+        """The memory type (``note`` when unset or invalid)."""
+        return _word(self.meta, "type") or "note"
 
     @property
     def status(self) -> str:
-        """The lifecycle status (``active`` when unset)."""
-        value = self.meta.get("status")
-        return str(value).strip().lower() if value else "active"
+        """The lifecycle status (``active`` when unset or invalid)."""
+        return _word(self.meta, "status") or "active"
 
     @cached_property
     def quality(self) -> float:
@@ -68,6 +69,14 @@ class Note:
     def created(self) -> str | None:
         """The ``created`` value as ISO 8601 text, if any."""
         return iso(self.meta.get("created"))
+
+
+def _word(meta: Mapping[str, Any], key: str) -> str:
+    """An owned text key, lower-cased; ``""`` when absent or invalid."""
+    value = meta.get(key)
+    if value is None or owned_problem(key, value) is not None:
+        return ""
+    return str(value).strip().lower()
 
 
 def iso(value: Any) -> str | None:
@@ -114,17 +123,17 @@ def _title(meta: Mapping[str, Any], headings: tuple[Heading, ...], path: str) ->
 
 
 def parse_note(path: str, raw: bytes, *, mtime_ns: int = 0, size: int | None = None) -> Note:
-    """Parse a note's bytes. Raises NoteError (naming ``path`` and the line) when it can't.
+    """Parse a note's bytes. Raises NoteError (naming ``path`` and the line) when it can't:
+    a note that is not UTF-8 (:func:`vaultmem.frontmatter.check_encoding`), malformed or
+    hostile frontmatter. Invalid owned values do not fail the note: they are listed in
+    ``Note.warnings``.
 
     Example:
         >>> parse_note("a/B.md", b"---\\ntags: [x]\\n---\\n# Hello\\n").title
         'Hello'
     """
     meta, parts = parse_meta(raw, path)
-    try:
-        body = parts.body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NoteError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+    body = parts.body.decode("utf-8")  # parse_meta checked the whole note is UTF-8
     shape = outline(body)
     tags = dict.fromkeys(normalise_tag(t) for t in _string_list(meta.get("tags")))
     tags.update(dict.fromkeys(shape.tags))
@@ -145,17 +154,22 @@ def parse_note(path: str, raw: bytes, *, mtime_ns: int = 0, size: int | None = N
         content_hash=content_hash(raw),
         mtime_ns=mtime_ns,
         size=len(raw) if size is None else size,
+        warnings=owned_warnings(meta, parts),
     )
 
 
-def read_note(root: Path, path: str) -> Note:
-    """Read and parse the note at vault-relative ``path`` under ``root``."""
+def read_raw(root: Path, path: str) -> tuple[bytes, os.stat_result]:
+    """The bytes and stat of the note at vault-relative ``path`` (NoteError when unreadable)."""
     full = root / path
     try:
-        raw = full.read_bytes()
-        st = os.stat(full)
+        return full.read_bytes(), os.stat(full)
     except FileNotFoundError:
         raise NoteError(f"{path}: no such note") from None
     except OSError as exc:
         raise NoteError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def read_note(root: Path, path: str) -> Note:
+    """Read and parse the note at vault-relative ``path`` under ``root``."""
+    raw, st = read_raw(root, path)
     return parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size)

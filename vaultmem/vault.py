@@ -5,15 +5,17 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import posixpath
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from vaultmem.config import Config
-from vaultmem.errors import AmbiguousNote, LockBusy, NoteNotFound, VaultmemError
+from vaultmem.errors import AmbiguousNote, LockBusy, NoteError, NoteNotFound, VaultmemError
 
 # Never read, whatever the globs say (SPEC §3).
 NEVER_READ = frozenset({".obsidian", ".git", ".trash", ".vaultmem"})
@@ -81,12 +83,53 @@ class FileStat:
     size: int
 
 
+class NoteRules:
+    """Which vault paths are notes: one rule for the walk and for :func:`note_path`."""
+
+    def __init__(self, config: Config) -> None:
+        self.root = config.vault
+        self.include = compile_globs(config.include)
+        self.exclude = compile_globs(config.exclude)
+        self._patterns = config.exclude
+        self._include = config.include
+        self.cache = config.cache_dir.resolve()
+
+    def _pattern(self, *paths: str) -> str:
+        """The exclude glob that matches one of ``paths`` (for a message)."""
+        for pattern in self._patterns:
+            if any(compile_globs([pattern])(p) for p in paths):
+                return pattern
+        return ", ".join(self._patterns)
+
+    def folder_refusal(self, rel: str) -> str | None:
+        """Why the walk does not enter the real folder ``rel`` (None: it does)."""
+        if self.exclude(rel + "/") or self.exclude(rel + "/x"):
+            return f"excluded by {self._pattern(rel + '/', rel + '/x')!r}"
+        name = rel.rsplit("/", 1)[-1]
+        if name in NEVER_READ:
+            return f"{name}/ is never read"
+        if (self.root / rel).resolve() == self.cache:
+            return "it holds the index cache"
+        return None
+
+    def file_refusal(self, rel: str) -> str | None:
+        """Why the file ``rel`` (in a folder the walk enters) is not a note (None: it is)."""
+        if not self.include(rel):
+            return f"not matched by include {list(self._include)!r}"
+        if self.exclude(rel):
+            return f"excluded by {self._pattern(rel)!r}"
+        return None
+
+
 def walk_notes(config: Config) -> Iterator[FileStat]:
-    """Every note file of the vault: include globs minus exclude globs, hidden folders skipped."""
+    """Every note file of the vault: include globs minus exclude globs, hidden folders skipped.
+
+    A symlinked folder is not entered; a symlinked file is read wherever it points
+    (Obsidian shows it too), but :func:`note_path` lets vaultmem write it only when its
+    real path is inside the vault.
+    """
     root = config.vault
-    include = compile_globs(config.include)
-    exclude = compile_globs(config.exclude)
-    cache = config.cache_dir.resolve()
+    rules = NoteRules(config)
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -97,14 +140,66 @@ def walk_notes(config: Config) -> Iterator[FileStat]:
         for entry in sorted(entries, key=lambda e: e.name):
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             if entry.is_dir(follow_symlinks=False):
-                if entry.name in NEVER_READ or exclude(rel + "/") or exclude(rel + "/x"):
-                    continue
-                if Path(entry.path).resolve() == cache:
-                    continue
-                stack.append(rel)
-            elif entry.is_file() and include(rel) and not exclude(rel):
+                if rules.folder_refusal(rel) is None:
+                    stack.append(rel)
+            elif entry.is_file() and rules.file_refusal(rel) is None:
                 st = entry.stat()
                 yield FileStat(rel, st.st_mtime_ns, st.st_size)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def vault_relative(vault: Path, name: str) -> str:
+    """``name`` as a normalised vault-relative path; NoteError when it leaves the vault.
+
+    ``..`` is fine while it stays inside (``inbox/../memory/x.md``); an absolute path is
+    fine when it lies in the vault, through the vault's real path or the one given.
+    """
+    if not os.path.isabs(name):
+        rel = posixpath.normpath(name)
+        if rel == ".." or rel.startswith("../"):
+            raise NoteError(f"{name} is outside the vault")
+        return rel
+    absolute = os.path.normpath(name)
+    real = os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
+    for root in dict.fromkeys((str(vault), str(vault.resolve()))):
+        for candidate in (absolute, real):
+            if _inside(candidate, root):
+                return Path(os.path.relpath(candidate, root)).as_posix()
+    raise NoteError(f"{name} is outside the vault")
+
+
+def note_path(config: Config, name: str, *, write: bool) -> str:
+    """The vault path of the note file ``name``, or NoteError saying why it is not one.
+
+    The one gate for note paths typed by a user: the file must lie inside the vault (see
+    :func:`vault_relative`) and be one :func:`walk_notes` would index: matched by the
+    include globs, not excluded, not under a never-read, excluded or symlinked folder or
+    the cache. A symlinked note is read wherever it points; with ``write`` it is refused
+    unless its real path is inside the vault.
+    """
+    rel = vault_relative(config.vault, name)
+    rules = NoteRules(config)
+    parts = rel.split("/")
+    for depth in range(1, len(parts)):
+        folder = "/".join(parts[:depth])
+        why = rules.folder_refusal(folder)
+        if why is None and os.path.islink(config.vault / folder):
+            why = f"{folder}/ is a symlinked folder"
+        if why is not None:
+            raise NoteError(f"{name} is not a note of this vault ({why})")
+    why = rules.file_refusal(rel)
+    if why is not None:
+        raise NoteError(f"{name} is not a note of this vault ({why})")
+    if write:
+        real = os.path.realpath(config.vault / rel)
+        if not _inside(real, str(config.vault.resolve())):
+            raise NoteError(
+                f"{name} is a symlink to {real}, outside the vault; vaultmem does not write it"
+            )
+    return rel
 
 
 def in_collection(path: str, config: Config, name: str) -> bool:
@@ -117,22 +212,156 @@ def in_collection(path: str, config: Config, name: str) -> bool:
     return compile_globs(coll.include)(inner) and not compile_globs(coll.exclude)(inner)
 
 
+# Descriptors of the locks this process holds. A forked worker inherits them, and an
+# inherited copy keeps the flock held after its parent dies (issue 9: orphaned workers
+# held the index lock for minutes): workers close them with `close_inherited_locks`.
+_HELD_LOCKS: set[int] = set()
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds a vault lock, as the holder wrote it into the lock file."""
+
+    pid: int
+    what: str
+    since: datetime | None
+
+    def describe(self) -> str:
+        """``pid 1234, `index`, since 12:03:44`` (local time)."""
+        text = f"pid {self.pid}, `{self.what}`"
+        if self.since is not None:
+            text += f", since {self.since.astimezone().strftime('%H:%M:%S')}"
+        return text
+
+
+def close_inherited_locks() -> None:
+    """In a forked child: close its copies of the parent's lock descriptors.
+
+    The flock belongs to the parent's open file description, so the parent keeps the
+    lock; the child only stops being able to keep it alive once the parent is gone.
+    """
+    for fd in _HELD_LOCKS:
+        with suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+def read_lock_holder(lock_file: Path) -> LockHolder | None:
+    """The holder recorded in ``lock_file`` (``"<pid> <ISO time> <what>"``), if readable."""
+    try:
+        text = lock_file.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    pid, _, rest = text.partition(" ")
+    if not pid.isdigit():
+        return None
+    stamp, _, what = rest.partition(" ")
+    try:
+        since: datetime | None = datetime.fromisoformat(stamp)
+    except ValueError:
+        since, what = None, rest  # written by vaultmem <= 0.x: "<pid> <what>"
+    return LockHolder(int(pid), what or "?", since)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) holds no descriptor
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def _pids_with_open(path: Path) -> list[int]:
+    """Processes (other than this one) with ``path`` open, from /proc; [] where there is none."""
+    try:
+        target = os.stat(path)
+        procs = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for name in procs:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{name}/fd")
+        except OSError:
+            continue  # gone, or another user's
+        for fd in fds:
+            try:
+                st = os.stat(f"/proc/{name}/fd/{fd}")
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                found.append(int(name))
+                break
+    return sorted(found)
+
+
+def _busy_message(lock_file: Path, kind: str) -> str:
+    """Name the holder; when the recorded holder is dead, name the orphan keeping the lock."""
+    holder = read_lock_holder(lock_file)
+    if holder is None:
+        return f"another vaultmem process holds the vault's {kind} lock; try again later"
+    if _pid_alive(holder.pid):
+        return (
+            f"another vaultmem process ({holder.describe()}) holds the vault's {kind} lock; "
+            "try again later"
+        )
+    orphans = _pids_with_open(lock_file)
+    if not orphans:
+        # The recorded holder is gone and a new one has not written its pid yet.
+        return f"another vaultmem process holds the vault's {kind} lock; try again later"
+    pids = ", ".join(str(p) for p in orphans)
+    return (
+        f"the vault's {kind} lock is held by process {pids}, left behind by a vaultmem "
+        f"process that has exited ({holder.describe()}); stop it (`kill {pids}`) and retry"
+    )
+
+
+def _open_lock_file(cache_dir: Path, name: str) -> int:
+    """Create the cache folder and open its lock file; one-line errors when unusable."""
+    try:
+        if cache_dir.exists() and not cache_dir.is_dir():
+            raise VaultmemError(f"cannot use the cache folder {cache_dir}: it is not a folder")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        ignore = cache_dir / ".gitignore"
+        if not ignore.exists():
+            # The cache is disposable: keep it out of git even in a vault never `init`ed.
+            ignore.write_text("*\n", encoding="utf-8")
+        return os.open(cache_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise VaultmemError(f"cannot use the cache folder {cache_dir}: {reason}") from None
+
+
+def _record_holder(fd: int, what: str) -> None:
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    with suppress(OSError):  # a full disk must not fail a lock we already hold
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {stamp} {what}\n".encode(), 0)
+
+
 @contextmanager
 def vault_lock(
     cache_dir: Path, *, timeout: float, what: str = "index", name: str = "lock"
 ) -> Iterator[None]:
     """Hold the per-vault writer lock; LockBusy after ``timeout`` seconds (0 = don't wait).
 
-    Readers never take it. The lock is an ``flock`` so a killed holder releases it.
-    ``name`` picks another lock file: the embedding sweep has its own, so a long sweep
-    never blocks `index` or note edits.
+    Readers never take it. The lock is an ``flock`` on ``cache_dir/name``, so it dies with
+    the last descriptor of its holder: a killed holder's lock is free at once, and no
+    stale file blocks anyone. The holder writes ``"<pid> <time> <what>"`` into the file
+    so a busy message can name it. ``name`` picks another lock file: the embedding sweep
+    has its own, so a long sweep never blocks `index` or note edits.
     """
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    ignore = cache_dir / ".gitignore"
-    if not ignore.exists():
-        # The cache is disposable: keep it out of git even in a vault never `init`ed.
-        ignore.write_text("*\n", encoding="utf-8")
-    fd = os.open(cache_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+    kind = "index" if name == "lock" else name.removesuffix(".lock")
+    fd = _open_lock_file(cache_dir, name)
+    _HELD_LOCKS.add(fd)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -143,14 +372,12 @@ def vault_lock(
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
                     raise VaultmemError(f"cannot lock {cache_dir}: {exc.strerror}") from None
                 if time.monotonic() >= deadline:
-                    raise LockBusy(
-                        f"another vaultmem process holds the vault's {what} lock; try again later"
-                    ) from None
+                    raise LockBusy(_busy_message(cache_dir / name, kind)) from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {what}\n".encode())
+        _record_holder(fd, what)
         yield
     finally:
+        _HELD_LOCKS.discard(fd)
         os.close(fd)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from vaultmem.config import VAULT_CONFIG_NAME, Config
@@ -67,6 +67,10 @@ class VaultStatus:
     last_index: str | None
     cache_bytes: int
     embeddings: dict[str, dict[str, int]]  # model → embedded / fragments / unsplit_notes
+    # Why the next `index` rebuilds the keyword index ("" when it is sound).
+    index_problem: str = ""
+    # path → owned values that were invalid and treated as absent.
+    note_warnings: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def stale(self) -> int:
@@ -96,18 +100,59 @@ def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultS
     """
     from vaultmem.embedding import coverage
 
-    manifest = mf.load(config.cache_dir)
-    plan = mf.plan(manifest, walk_notes(config))
+    facts = mf.read(
+        config.cache_dir,
+        _IndexFacts({}, mf.State(), {}, {}, ""),
+        lambda store: _IndexFacts.read(config.cache_dir, store, bool(models)),
+    )
+    plan = mf.plan(facts.stats, walk_notes(config))
     return VaultStatus(
         notes=len(plan.new) + len(plan.changed) + len(plan.unchanged),
-        indexed=len(manifest.entries),
+        indexed=len(facts.stats),
         new=len(plan.new),
         changed=len(plan.changed),
         removed=len(plan.removed),
-        last_index=manifest.last_index,
+        last_index=facts.state.last_index,
         cache_bytes=cache_size(config.cache_dir),
         embeddings={
-            model: dict(coverage(config, model, max_chars, manifest))
+            model: dict(coverage(config, model, max_chars, facts.hashes))
             for model, max_chars in (models or {}).items()
         },
+        index_problem=facts.problem,
+        note_warnings={p: list(w) for p, w in sorted(facts.warnings.items())},
     )
+
+
+@dataclass(frozen=True)
+class _IndexFacts:
+    """What `status` reads from the manifest: rows' stats, meta, warnings, hashes."""
+
+    stats: dict[str, tuple[int, int]]
+    state: mf.State
+    warnings: dict[str, tuple[str, ...]]
+    hashes: dict[str, str]
+    problem: str
+
+    @classmethod
+    def read(cls, cache_dir: Path, store: mf.Store, want_hashes: bool) -> _IndexFacts:
+        """The facts from an open manifest."""
+        state = store.state()
+        return cls(
+            store.stats(),
+            state,
+            store.warnings(),
+            store.hashes() if want_hashes else {},
+            _problem(cache_dir, state),
+        )
+
+
+def _problem(cache_dir: Path, state: mf.State) -> str:
+    """Why the next `index` will rebuild the keyword index, read without opening it."""
+    from vaultmem.index import lexical
+
+    if not state.generation:
+        return ""
+    if state.dirty:
+        return state.dirty
+    problem = lexical.check(lexical.location(cache_dir, state.generation), state.fingerprint)
+    return f"keyword index {problem}" if problem else ""

@@ -6,8 +6,12 @@ code (1, or 75 for a busy lock) at :class:`_Boundary`; usage errors exit 2 (clic
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import signal
 import sys
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +20,33 @@ import typer
 from typer.core import TyperGroup
 
 from vaultmem import __version__
-from vaultmem.errors import VaultmemError
+from vaultmem.errors import VaultmemError, VaultmemWarning
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so `finally` blocks free locks, stop workers, drop temp files."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+def _warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Our warnings as one line on stderr; anyone else's as Python prints them."""
+    if issubclass(category, VaultmemWarning):
+        typer.echo(f"vaultmem: warning: {message}", err=True)
+    else:
+        _show_warning(message, category, filename, lineno, file, line)
+
+
+_show_warning = warnings.showwarning
 
 
 class _Boundary(TyperGroup):
@@ -24,17 +54,34 @@ class _Boundary(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", VaultmemWarning)
+                warnings.showwarning = _warning_line
+                return super().invoke(ctx)
         except VaultmemError as exc:
             typer.echo(f"vaultmem: error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             typer.echo("vaultmem: interrupted", err=True)
-            raise typer.Exit(130) from None
+            raise typer.Exit(143 if isinstance(exc, _Terminated) else 130) from None
         except BrokenPipeError:
             # `vaultmem search … | head` closing the pipe is not an error.
             sys.stderr.close()
             raise typer.Exit(0) from None
+        except OSError as exc:
+            # A backstop: a read-only vault, cache or disk full anywhere below is one line.
+            typer.echo(f"vaultmem: error: {os_error_line(exc)}", err=True)
+            raise typer.Exit(1) from None
+
+
+def os_error_line(exc: OSError) -> str:
+    """``cannot write PATH: Permission denied``: what failed, where, and why, in one line."""
+    path = exc.filename2 or exc.filename
+    why = exc.strerror or str(exc)
+    if path is None:
+        return why
+    writing = exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+    return f"cannot write {os.fsdecode(path)}: {why}" if writing else f"{os.fsdecode(path)}: {why}"
 
 
 app = typer.Typer(
@@ -83,11 +130,17 @@ def load_config(ctx: typer.Context, **overrides: Any) -> Any:
     """Resolve the configuration once, from the environment, files and flags."""
     from vaultmem import config
 
-    obj = ctx.find_root().obj or {}
+    root = ctx.find_root()
+    obj = root.obj if isinstance(root.obj, dict) else {}
     flags = {"cache_dir": obj.get("cache_dir"), **overrides}
-    return config.load(
+    loaded = config.load(
         vault_flag=obj.get("vault"), env=dict(os.environ), cwd=Path.cwd(), overrides=flags
     )
+    if not obj.get("warned"):
+        for warning in loaded.warnings:
+            typer.echo(f"vaultmem: warning: {warning}", err=True)
+        obj["warned"] = True
+    return loaded
 
 
 def clock() -> datetime:
@@ -153,4 +206,18 @@ from vaultmem.cli import (  # noqa: E402,F401
 
 def main() -> None:
     """Console-script entry point."""
-    app(prog_name="vaultmem")
+    # Python's default SIGTERM ends the process without unwinding; as an exception it
+    # unwinds like Ctrl-C (exit 143, "vaultmem: interrupted").
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        app(prog_name="vaultmem")
+    except SystemExit as exc:
+        if exc.code in (130, 143):
+            # Interrupted: locks, workers and temp files were cleaned up as it unwound.
+            # Don't let Python wait at exit for threads stuck in a request (a remote
+            # embedder's pool would hold Ctrl-C up to its timeout).
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            os._exit(exc.code)
+        raise

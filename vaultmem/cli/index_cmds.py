@@ -65,6 +65,7 @@ def index(
     config = load_config(ctx)
     with ProgressBar("indexing", enabled=not (quiet or json_out)) as bar:
         report = index_vault(config, rebuild=rebuild, progress=bar)
+    echo_repaired(report.healed, "keyword index rebuilt from the vault")
     for skip in report.skipped:
         typer.echo(f"skipped {skip.reason}", err=True)
     data: dict[str, object] = {
@@ -75,6 +76,7 @@ def index(
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
         "seconds": round(report.seconds, 3),
         "rebuilt": report.rebuilt,
+        "healed": report.healed,
     }
     if not quiet and not json_out:
         typer.echo(report.summary)
@@ -101,9 +103,16 @@ def run_embed_step(config: Config, *, quiet: bool) -> EmbedReport | None:
     except (EndpointError, LockBusy) as exc:
         typer.echo(f"vaultmem: embeddings skipped: {exc}", err=True)
         return None
+    echo_repaired(report.healed, "rebuilt from the vault")
     if not quiet:
         typer.echo(report.summary)
     return report
+
+
+def echo_repaired(healed: str, what: str) -> None:
+    """The one stderr line saying a damaged cache was found and rebuilt (even with -q)."""
+    if healed:
+        typer.echo(f"vaultmem: repaired: {healed}; {what}", err=True)
 
 
 @app.command()
@@ -134,6 +143,13 @@ def status(
         f"{info.removed} removed)"
     )
     typer.echo(f"last index:   {info.last_index or 'never'}")
+    if info.index_problem:
+        typer.echo(f"index:        needs `vaultmem index` ({info.index_problem})")
+    if info.note_warnings:
+        typer.echo(
+            f"warnings:     {len(info.note_warnings)} notes with invalid vaultmem values "
+            "treated as absent (`status --json` lists them)"
+        )
     typer.echo(f"cache:        {config.cache_dir} ({_size(info.cache_bytes)})")
     for model, cov in info.embeddings.items():
         line = f"embeddings:   {cov['embedded']}/{cov['fragments']} fragments ({model})"

@@ -66,7 +66,8 @@ def link(
     from vaultmem.memory.links import link as add_link
 
     config = load_config(ctx)
-    change = add_link(config, resolve(config, note_a), resolve(config, note_b), link_type)
+    a_path, b_path = (resolve(config, n, write=True) for n in (note_a, note_b))
+    change = add_link(config, a_path, b_path, link_type)
     _print_change(change, "linked", "already linked")
 
 
@@ -92,7 +93,8 @@ def unlink(
     from vaultmem.memory.links import unlink as remove_link
 
     config = load_config(ctx)
-    change = remove_link(config, resolve(config, note_a), resolve(config, note_b), link_type)
+    a_path, b_path = (resolve(config, n, write=True) for n in (note_a, note_b))
+    change = remove_link(config, a_path, b_path, link_type)
     _print_change(change, "unlinked", "not linked")
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperCommand, TyperOption
 
 from vaultmem.cli import app, clock, load_config
 
@@ -27,13 +29,48 @@ def _tags(raw: str | None) -> list[str]:
 
 
 def _resolve(config: Config, names: list[str]) -> list[str]:
-    """Every name to its path before anything is written: one unknown name changes nothing."""
+    """Every name to the path of a note these commands may write, before anything is
+    written: one unknown name, or one outside the vault, changes nothing."""
     from vaultmem.lookup import resolve
 
-    return list(dict.fromkeys(resolve(config, name) for name in names))
+    return list(dict.fromkeys(resolve(config, name, write=True) for name in names))
 
 
 # --------------------------------------------------------------------------- remember
+
+# What an option looks like on a command line: -x, --name, --name=value.
+_OPTION_SHAPE = re.compile(r"--?[A-Za-z][\w-]*")
+
+
+class _DashText(TyperCommand):
+    """A command whose TEXT may start with ``-`` (``remember "- item"``, ``"-5 °C"``).
+
+    click reads every word that starts with ``-`` as options; a word that cannot be one
+    (``-`` then a space, digit or sign) is moved behind ``--``, where it is an argument.
+    A misspelt option (``--titel``) is still a usage error.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's own click
+        """click's parsing, after moving dash-led text words behind ``--``."""
+        takes_value = {
+            name
+            for p in self.params
+            if isinstance(p, TyperOption) and not p.is_flag and not p.count
+            for name in p.opts
+        }
+        end = args.index("--") if "--" in args else len(args)
+        texts = [
+            i
+            for i, word in enumerate(args[:end])
+            if word.startswith("-")
+            and len(word) > 1
+            and not _OPTION_SHAPE.fullmatch(word.split("=", 1)[0])
+            and (i == 0 or args[i - 1] not in takes_value)
+        ]
+        if texts:
+            kept = [w for i, w in enumerate(args[:end]) if i not in texts]
+            args = [*kept, "--", *(args[i] for i in texts), *args[end + 1 :]]
+        return super().parse_args(ctx, args)
 
 
 def _read_text(text: str) -> str:
@@ -75,7 +112,7 @@ def _print_remembered(done: Remembered, json_out: bool) -> None:
     typer.echo(done.path)
 
 
-@app.command()
+@app.command(cls=_DashText)
 def remember(
     ctx: typer.Context,
     text: str = typer.Argument(..., help="The memory's text, or - to read it from stdin."),
@@ -94,7 +131,8 @@ def remember(
     already holds the same text, nothing is written and that note is reinforced instead;
     a near duplicate (shared word runs, or cosine >= 0.92 when the vault has vectors) is
     written with refines: [[the other note]]. The last line printed
-    is the vault path of the new (or reinforced) note.
+    is the vault path of the new (or reinforced) note. TEXT may start with a dash
+    ("- item", "-5 °C at night"); put -- before a text that looks like an option.
 
     Example:
         vaultmem remember "No deploys on Fridays after 3pm" --title "Deploy freeze" --tags ops

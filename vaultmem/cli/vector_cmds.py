@@ -57,12 +57,14 @@ def embed(
     Example:
         */30 * * * *  vaultmem --vault ~/notes embed --quiet
     """
+    from vaultmem.cli.index_cmds import echo_repaired
     from vaultmem.embedding import embed_vault
 
     config = load_config(ctx)
     embedder = require_embedder(config)
     with ProgressBar("embedding", enabled=not (quiet or json_out)) as bar:
         report = embed_vault(config, embedder, force=force, progress=bar)
+    echo_repaired(report.healed, "rebuilt from the vault")
     for path in report.skipped:
         typer.echo(f"skipped {path}: changed since the last index (run `vaultmem index`)", err=True)
     if json_out:

@@ -8,9 +8,13 @@ analyzer as the documents and the query is built from the resulting terms, so no
 from __future__ import annotations
 
 import json
+import os
 import re
+import secrets
 import shutil
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -26,7 +30,8 @@ from whoosh.lang.porter import stem
 from whoosh.query import Query
 from whoosh.system import pack_uint
 
-from vaultmem.errors import IndexStateError
+from vaultmem.errors import IndexStateError, VaultmemError
+from vaultmem.index import manifest as mf
 from vaultmem.index.manifest import Entry, memory_keys
 from vaultmem.markdown import expand_tag
 from vaultmem.retrieval.hits import HIDDEN_STATUSES, Filters
@@ -38,7 +43,12 @@ if TYPE_CHECKING:
 
 # Bumped whenever the schema or analysis changes: the index is then rebuilt.
 SCHEMA_VERSION = 3
-DIR_NAME = "whoosh"
+# Each build lives in its own folder, ``whoosh-<generation>``; the manifest names the
+# live one. ``whoosh`` alone is where releases before generations kept it.
+DIR_PREFIX = "whoosh-"
+LEGACY_DIR = "whoosh"
+# Whoosh's own lock file comes and goes with writers; it is not part of the index.
+_NOT_INDEX = "_WRITELOCK"
 
 # BM25F field weights: a term's frequency in the combined `text` field is the weighted
 # sum of its frequencies in each field, saturated once (true BM25F, not a sum of per-field
@@ -151,6 +161,13 @@ class LexicalCodec(W3Codec):
     length_stats = False
 
 
+# Segments as plain files, not one compound file: Whoosh copies every part of a compound
+# segment it opens into memory, so a one-note update of a 95,556-note index read 270 MB
+# and a search 120 MB of a 16k-note one; plain files are read where needed (RSS as on
+# a small vault, searches no slower).
+_WRITER_OPTIONS: dict[str, Any] = {"codec": LexicalCodec(), "compound": False}
+
+
 class WeightedText(TEXT):
     """A TEXT field fed pre-analysed ``{term: weight}`` maps (BM25F weighted frequencies)."""
 
@@ -221,6 +238,62 @@ def _document(note: Note) -> dict[str, Any]:
     }
 
 
+def location(cache_dir: Path, generation: str) -> Path:
+    """The folder of one generation of the keyword index."""
+    return cache_dir / f"{DIR_PREFIX}{generation}"
+
+
+def new_generation() -> str:
+    """A fresh generation id (unique: a rebuild never writes into a live folder)."""
+    return f"{time.time_ns():x}{secrets.token_hex(2)}"
+
+
+def fingerprint(directory: Path) -> str:
+    """Name, size and mtime of every index file: any write from outside vaultmem shows."""
+    files = []
+    with os.scandir(directory) as it:
+        for item in it:
+            if item.is_file() and not item.name.endswith(_NOT_INDEX):
+                st = item.stat()
+                files.append([item.name, st.st_size, st.st_mtime_ns])
+    return json.dumps(sorted(files), separators=(",", ":"))
+
+
+def check(directory: Path, expected: str) -> str:
+    """Why the index in ``directory`` cannot be trusted ("" when its files are as recorded)."""
+    try:
+        actual = fingerprint(directory)
+    except OSError:
+        return "is missing"
+    return "" if actual == expected else "was changed outside vaultmem (damaged?)"
+
+
+def has_generations(cache_dir: Path) -> bool:
+    """Whether any generation of the keyword index is on disk."""
+    return any(cache_dir.glob(f"{DIR_PREFIX}*"))
+
+
+def remove_generations(cache_dir: Path, keep: str) -> None:
+    """Delete every keyword-index folder but generation ``keep`` (the legacy one too)."""
+    live = location(cache_dir, keep).name
+    with os.scandir(cache_dir) as it:
+        stale = [
+            Path(item.path)
+            for item in it
+            if (item.name.startswith(DIR_PREFIX) or item.name == LEGACY_DIR)
+            and item.name != live
+            and item.is_dir(follow_symlinks=False)
+        ]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def damaged(directory: Path, exc: BaseException, hint: str = "") -> IndexStateError:
+    """The one-line error for a keyword index Whoosh cannot read."""
+    tail = f"; {hint}" if hint else ""
+    return IndexStateError(f"{directory}: damaged keyword index ({exc}){tail}")
+
+
 class LexicalIndex:
     """The Whoosh index of one vault. Writers must hold the vault lock."""
 
@@ -230,30 +303,37 @@ class LexicalIndex:
         self._searcher: Any = None
 
     @classmethod
-    def open(cls, cache_dir: Path, *, create: bool = False) -> LexicalIndex:
-        """Open the index; with ``create`` make a new empty one when none exists.
+    def open(cls, cache_dir: Path) -> LexicalIndex:
+        """The live keyword index, the generation the manifest names (for readers).
 
-        A missing index without ``create`` is an IndexStateError telling the user to index.
+        A vault never indexed, or an index that is missing, changed outside vaultmem or
+        unreadable, is an IndexStateError naming the command that heals it.
         """
-        directory = cache_dir / DIR_NAME
-        if windex.exists_in(str(directory)):
-            try:
-                return cls(windex.open_dir(str(directory)), directory)
-            except Exception as exc:  # whoosh raises many kinds on a damaged index
-                if not create:
-                    raise IndexStateError(
-                        f"{directory}: damaged index ({exc}); run `vaultmem index --rebuild`"
-                    ) from None
-        if not create:
-            raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+        for _attempt in range(3):
+            state = mf.read_state(cache_dir)
+            if not state.generation:
+                raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+            directory = location(cache_dir, state.generation)
+            problem = check(directory, state.fingerprint)
+            if not problem:
+                return cls.open_dir(directory, hint="run `vaultmem index`")
+            time.sleep(0.05)  # a writer may be between its keyword and manifest commits
+        raise IndexStateError(f"{directory}: keyword index {problem}; run `vaultmem index`")
+
+    @classmethod
+    def open_dir(cls, directory: Path, *, hint: str = "") -> LexicalIndex:
+        """The index in ``directory`` (writers, which hold the vault lock, use this)."""
+        try:
+            return cls(windex.open_dir(str(directory)), directory)
+        except Exception as exc:  # whoosh raises many kinds on a damaged index
+            raise damaged(directory, exc, hint) from None
+
+    @classmethod
+    def create(cls, directory: Path) -> LexicalIndex:
+        """A new, empty index in ``directory`` (whatever was there is deleted)."""
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True, exist_ok=True)
         return cls(windex.create_in(str(directory), _schema()), directory)
-
-    @staticmethod
-    def destroy(cache_dir: Path) -> None:
-        """Delete the index files (``index --rebuild``)."""
-        shutil.rmtree(cache_dir / DIR_NAME, ignore_errors=True)
 
     def doc_count(self) -> int:
         """How many notes the index holds."""
@@ -296,7 +376,7 @@ class LexicalIndex:
         from whoosh.writing import SegmentWriter
 
         writer = SegmentWriter(
-            windex.open_dir(str(directory)), _lk=False, limitmb=128, codec=LexicalCodec()
+            windex.open_dir(str(directory)), _lk=False, limitmb=128, **_WRITER_OPTIONS
         )
         added = 0
         for note in notes:
@@ -318,7 +398,7 @@ class LexicalIndex:
 
     def writer(self) -> Any:
         """A Whoosh segment writer with vaultmem's codec (caller holds the vault lock)."""
-        return self._ix.writer(limitmb=256, codec=LexicalCodec())
+        return self._ix.writer(limitmb=256, **_WRITER_OPTIONS)
 
     def searcher(self) -> Any:
         """The BM25F searcher, opened once and kept: opening reads every segment's columns.
@@ -327,8 +407,19 @@ class LexicalIndex:
         new LexicalIndex) to see later commits.
         """
         if self._searcher is None:
-            self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=BM25_B, K1=BM25_K1))
+            with self._guard():
+                self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=BM25_B, K1=BM25_K1))
         return self._searcher
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Whoosh's errors on damaged files, as one line naming the command that heals."""
+        try:
+            yield
+        except (VaultmemError, KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as exc:
+            raise damaged(self.directory, exc, "run `vaultmem index`") from None
 
     def close(self) -> None:
         """Release the searcher's files."""
@@ -343,10 +434,12 @@ class LexicalIndex:
             return []
         # Block-max skipping needs per-posting length stats, which this codec leaves out
         # (see LexicalCodec); without them it only adds overhead, so score exhaustively.
-        results = self.searcher().search(
-            query, limit=limit, filter=_filter(filters), mask=_mask(filters), optimize=False
-        )
-        return [_hit(r["path"], float(r.score), r) for r in results]
+        searcher = self.searcher()
+        with self._guard():
+            results = searcher.search(
+                query, limit=limit, filter=_filter(filters), mask=_mask(filters), optimize=False
+            )
+            return [_hit(r["path"], float(r.score), r) for r in results]
 
     def entries(self, paths: Iterable[str]) -> dict[str, Entry]:
         """Manifest-like entries (title, type, status, memory keys, quality) of ``paths``.
@@ -355,12 +448,15 @@ class LexicalIndex:
         Paths the index does not hold are left out.
         """
         searcher = self.searcher()
-        docs = {path: searcher.document(path=path) for path in paths}
+        with self._guard():
+            docs = {path: searcher.document(path=path) for path in paths}
         return {path: _hit(path, 0.0, doc).entry() for path, doc in docs.items() if doc}
 
     def stored(self, path: str) -> dict[str, Any] | None:
         """The stored fields of one note, or None."""
-        doc = self.searcher().document(path=path)
+        searcher = self.searcher()
+        with self._guard():
+            doc = searcher.document(path=path)
         return dict(doc) if doc else None
 
 

@@ -1,26 +1,44 @@
 """The manifest: what the sidecar indexes hold, per note, so `index` only touches changes.
 
-It lives in the cache (``manifest.json``) and is saved last, atomically: a crash mid-index
-leaves the previous manifest, and the next run redoes the notes it did not record.
+It lives in the cache as SQLite (``manifest.sqlite``, WAL mode): one row per note, so a
+write command refreshes the rows it changed without reading or rewriting the others, and
+readers never wait for a writer. A meta table records the schema, the last index run and
+the live keyword-index generation with a fingerprint of its files: the transaction that
+records a new generation is the one step that makes a rebuilt index live.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from vaultmem.atomic import atomic_write
 from vaultmem.errors import IndexStateError
 from vaultmem.frontmatter import OWNED_KEYS
 from vaultmem.note import Note, iso
 from vaultmem.vault import FileStat
 
-SCHEMA = 3
-FILE_NAME = "manifest.json"
+T = TypeVar("T")
+SCHEMA = 4
+FILE_NAME = "manifest.sqlite"
+LEGACY_FILE = "manifest.json"  # schema 3 and older: ignored, removed by the next index
+_BUSY_TIMEOUT_S = 30.0
+_COLUMNS = (
+    "path, mtime_ns, size, hash, title, aliases, type, status, tags, memory, quality, warnings"
+)
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL,"
+    " size INTEGER NOT NULL, hash TEXT NOT NULL, title TEXT NOT NULL, aliases TEXT NOT NULL,"
+    " type TEXT NOT NULL, status TEXT NOT NULL, tags TEXT NOT NULL, memory TEXT NOT NULL,"
+    " quality REAL NOT NULL, warnings TEXT NOT NULL) WITHOUT ROWID",
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,8 @@ class Entry:
     # quality score: what ranking, `review`, `promote` and `gc` need without reading notes.
     memory: Mapping[str, Any] = field(default_factory=dict)
     quality: float = 0.0
+    # Owned values that were invalid and treated as absent (one line each), for `status`.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,22 @@ class Manifest:
     entries: Mapping[str, Entry] = field(default_factory=dict)
     last_index: str | None = None
     lexical_schema: int = 0
+    generation: str = ""
+
+
+@dataclass(frozen=True)
+class State:
+    """The meta row of the manifest: which keyword index is live, and whether it is sound.
+
+    ``dirty`` is empty, or why the live keyword index may disagree with the rows (an
+    interrupted write, a refresh that failed): the next `index` rebuilds.
+    """
+
+    last_index: str | None = None
+    lexical_schema: int = 0
+    generation: str = ""
+    fingerprint: str = ""
+    dirty: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,51 +96,309 @@ class Plan:
     removed: tuple[str, ...]
 
 
-def load(cache_dir: Path) -> Manifest:
-    """The saved manifest, or an empty one (first run, or a cache wiped by hand)."""
-    path = cache_dir / FILE_NAME
-    try:
-        data = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        return Manifest()
-    except (OSError, ValueError) as exc:
-        raise IndexStateError(
-            f"{path}: unreadable manifest ({exc}); run `vaultmem index --rebuild`"
-        ) from None
-    if data.get("schema") != SCHEMA:
-        return Manifest()
-    entries = {path: _entry(raw) for path, raw in data.get("notes", {}).items()}
-    return Manifest(entries, data.get("last_index"), int(data.get("lexical_schema", 0)))
+def _dump(value: Any) -> str:
+    # Empty values are stored as "" so the bulk load parses JSON only where there is some.
+    return json.dumps(value, ensure_ascii=False) if value else ""
 
 
-def _entry(raw: Mapping[str, Any]) -> Entry:
-    return Entry(
-        mtime_ns=int(raw["mtime_ns"]),
-        size=int(raw["size"]),
-        hash=str(raw["hash"]),
-        title=str(raw.get("title", "")),
-        aliases=tuple(raw.get("aliases", ())),
-        type=str(raw.get("type", "note")),
-        status=str(raw.get("status", "active")),
-        tags=tuple(raw.get("tags", ())),
-        memory=dict(raw.get("memory", {})),
-        quality=float(raw.get("quality", 0.0)),
+def _row(path: str, e: Entry) -> tuple[Any, ...]:
+    return (
+        path,
+        e.mtime_ns,
+        e.size,
+        e.hash,
+        e.title,
+        _dump(list(e.aliases)),
+        e.type,
+        e.status,
+        _dump(list(e.tags)),
+        _dump(dict(e.memory)),
+        e.quality,
+        _dump(list(e.warnings)),
     )
 
 
-def save(cache_dir: Path, manifest: Manifest) -> None:
-    """Write the manifest atomically (sorted keys: stable, diffable when debugging)."""
-    notes = {}
-    for path in sorted(manifest.entries):
-        notes[path] = asdict(manifest.entries[path])
-    data = {
-        "schema": SCHEMA,
-        "last_index": manifest.last_index,
-        "lexical_schema": manifest.lexical_schema,
-        "notes": notes,
-    }
+def _entry(row: tuple[Any, ...]) -> Entry:
+    _, mtime_ns, size, hash_, title, aliases, type_, status, tags, memory, quality, warns = row
+    return Entry(
+        mtime_ns,
+        size,
+        hash_,
+        title,
+        tuple(json.loads(aliases)) if aliases else (),
+        type_,
+        status,
+        tuple(json.loads(tags)) if tags else (),
+        json.loads(memory) if memory else {},
+        quality,
+        tuple(json.loads(warns)) if warns else (),
+    )
+
+
+class Store:
+    """An open manifest. Writers hold the vault lock; readers never wait (WAL)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    def close(self) -> None:
+        """Release the database (the last connection out checkpoints the WAL)."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _meta(self) -> dict[str, str]:
+        return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def current(self) -> bool:
+        """Whether the database has this code's schema (else it is treated as empty)."""
+        try:
+            return self._meta().get("schema") == str(SCHEMA)
+        except sqlite3.OperationalError:  # no meta table: an empty or foreign file
+            return False
+
+    def state(self) -> State:
+        """The meta row (all defaults for a manifest of another schema)."""
+        if not self.current():
+            return State()
+        meta = self._meta()
+        return State(
+            last_index=meta.get("last_index") or None,
+            lexical_schema=int(meta.get("lexical_schema", "0")),
+            generation=meta.get("generation", ""),
+            fingerprint=meta.get("fingerprint", ""),
+            dirty=meta.get("dirty", ""),
+        )
+
+    def count(self) -> int:
+        """How many notes have a row."""
+        if not self.current():
+            return 0
+        return int(self._conn.execute("SELECT count(*) FROM notes").fetchone()[0])
+
+    def stats(self) -> dict[str, tuple[int, int]]:
+        """path → (mtime_ns, size) of every row: all an index plan needs."""
+        if not self.current():
+            return {}
+        rows = self._conn.execute("SELECT path, mtime_ns, size FROM notes")
+        return {path: (mtime, size) for path, mtime, size in rows}
+
+    def get(self, path: str) -> Entry | None:
+        """One note's entry, or None."""
+        return self.get_many([path]).get(path)
+
+    def get_many(self, paths: Iterable[str]) -> dict[str, Entry]:
+        """The entries of ``paths`` that have a row (one indexed lookup each)."""
+        if not self.current():
+            return {}
+        sql = f"SELECT {_COLUMNS} FROM notes WHERE path = ?"
+        out = {}
+        for path in dict.fromkeys(paths):
+            row = self._conn.execute(sql, (path,)).fetchone()
+            if row is not None:
+                out[path] = _entry(row)
+        return out
+
+    def entries(self) -> dict[str, Entry]:
+        """Every entry (one bulk select)."""
+        if not self.current():
+            return {}
+        rows = self._conn.execute(f"SELECT {_COLUMNS} FROM notes")
+        return {row[0]: _entry(row) for row in rows}
+
+    def hashes(self) -> dict[str, str]:
+        """path → content hash of every row: what fragment lookups need."""
+        if not self.current():
+            return {}
+        return dict(self._conn.execute("SELECT path, hash FROM notes").fetchall())
+
+    def names(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """path → (title, aliases) of every row: what name resolution needs."""
+        if not self.current():
+            return {}
+        rows = self._conn.execute("SELECT path, title, aliases FROM notes")
+        return {p: (t, tuple(json.loads(a)) if a else ()) for p, t, a in rows}
+
+    def warnings(self) -> dict[str, tuple[str, ...]]:
+        """path → warnings of every note that has some."""
+        if not self.current():
+            return {}
+        rows = self._conn.execute("SELECT path, warnings FROM notes WHERE warnings != ''")
+        return {path: tuple(json.loads(w)) for path, w in rows}
+
+    def manifest(self) -> Manifest:
+        """Every entry and the meta row as one value."""
+        state = self.state()
+        return Manifest(self.entries(), state.last_index, state.lexical_schema, state.generation)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic write: everything inside commits together or not at all."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def upsert(self, entries: Mapping[str, Entry]) -> None:
+        """Insert or replace the rows of ``entries`` (call inside :meth:`transaction`)."""
+        self._conn.executemany(
+            f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (_row(p, e) for p, e in entries.items()),
+        )
+
+    def delete(self, paths: Iterable[str]) -> None:
+        """Drop the rows of ``paths`` (call inside :meth:`transaction`)."""
+        self._conn.executemany("DELETE FROM notes WHERE path = ?", ((p,) for p in paths))
+
+    def clear(self) -> None:
+        """Drop every row (call inside :meth:`transaction`)."""
+        self._conn.execute("DELETE FROM notes")
+
+    def set_meta(self, **values: str | int | None) -> None:
+        """Set meta keys (``None`` stores ""); call inside :meth:`transaction`."""
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            ((k, "" if v is None else str(v)) for k, v in values.items()),
+        )
+
+    def mark_dirty(self, why: str) -> None:
+        """Record, in its own commit, that the live keyword index may be out of step."""
+        with self.transaction():
+            self.set_meta(dirty=why)
+
+    def reset(self) -> None:
+        """Make this an empty manifest of the current schema (another schema's is dropped)."""
+        with self.transaction():
+            self._conn.execute("DROP TABLE IF EXISTS notes")
+            self._conn.execute("DROP TABLE IF EXISTS meta")
+            for ddl in _DDL:
+                self._conn.execute(ddl)
+            self.set_meta(schema=SCHEMA)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        # The cache is derivable: a commit lost to a power cut is redone by the next index.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def open_reader(cache_dir: Path) -> Store | None:
+    """The manifest for reading, or None when the vault was never indexed.
+
+    A file SQLite cannot read is an IndexStateError naming the command that rebuilds it.
+    """
+    path = cache_dir / FILE_NAME
+    if not path.exists():
+        return None
+    try:
+        store = Store(_connect(path), path)
+        store.current()
+    except sqlite3.OperationalError as exc:
+        if os.access(path.parent, os.W_OK) and os.access(path, os.W_OK):
+            raise damaged(path, exc) from None
+        store = _read_only_store(path)
+    except sqlite3.Error as exc:
+        raise damaged(path, exc) from None
+    return store
+
+
+def _read_only_store(path: Path) -> Store:
+    """The manifest of a cache this process may not write (a read-only folder or file).
+
+    WAL mode needs to create its shared-memory file next to the database; where it
+    cannot, SQLite opens the file as immutable: no writer can be at work in a folder
+    nobody may write, so there is no log to miss.
+    """
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
+        store = Store(conn, path)
+        store.current()
+    except sqlite3.Error as exc:
+        raise damaged(path, exc) from None
+    return store
+
+
+def damaged(path: Path, exc: BaseException) -> IndexStateError:
+    """The one-line error for a manifest SQLite cannot read."""
+    return IndexStateError(f"{path}: unreadable manifest ({exc}); run `vaultmem index`")
+
+
+def open_writer(cache_dir: Path) -> tuple[Store, str]:
+    """The manifest for an `index` run (created when missing), and what was healed.
+
+    A file SQLite cannot read is deleted and started afresh; the second value then says
+    so in one line (else it is ""). A manifest of another schema is emptied silently:
+    the keyword index is rebuilt either way.
+    """
     cache_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write(cache_dir / FILE_NAME, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    path = cache_dir / FILE_NAME
+    healed = ""
+    try:
+        store = Store(_connect(path), path)
+        ok = store.current()
+        if ok:
+            store.count()  # touches the notes table: a torn file fails here, not later
+    except sqlite3.DatabaseError as exc:
+        remove(cache_dir)
+        healed = f"manifest was unreadable ({exc})"
+        store, ok = Store(_connect(path), path), False
+    if not ok:
+        store.reset()
+    with suppress(FileNotFoundError):
+        (cache_dir / LEGACY_FILE).unlink()
+    return store, healed
+
+
+def remove(cache_dir: Path) -> None:
+    """Delete the manifest files (database, WAL and shared memory)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with suppress(FileNotFoundError):
+            (cache_dir / (FILE_NAME + suffix)).unlink()
+
+
+def read(cache_dir: Path, default: T, what: Callable[[Store], T]) -> T:
+    """``what(store)`` on the manifest, or ``default`` when the vault was never indexed.
+
+    A manifest SQLite cannot read is an IndexStateError naming `vaultmem index`.
+    """
+    store = open_reader(cache_dir)
+    if store is None:
+        return default
+    with store:
+        try:
+            return what(store)
+        except sqlite3.Error as exc:
+            raise damaged(store.path, exc) from None
+
+
+def load(cache_dir: Path) -> Manifest:
+    """Every entry (empty on a first run or a cache wiped by hand), for whole-vault work."""
+    return read(cache_dir, Manifest(), Store.manifest)
+
+
+def get_entry(cache_dir: Path, path: str) -> Entry | None:
+    """One note's entry (None when it has none), without loading the others."""
+    return read(cache_dir, None, lambda store: store.get(path))
+
+
+def read_state(cache_dir: Path) -> State:
+    """The meta row alone (defaults when never indexed): what a reader needs to open."""
+    return read(cache_dir, State(), Store.state)
 
 
 def entry_for(note: Note) -> Entry:
@@ -120,6 +414,7 @@ def entry_for(note: Note) -> Entry:
         note.tags,
         memory_keys(note.meta),
         note.quality,
+        note.warnings,
     )
 
 
@@ -140,18 +435,18 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def plan(manifest: Manifest, files: Iterable[FileStat]) -> Plan:
-    """Compare the walk with the manifest using stat data only (no file is read here)."""
+def plan(stats: Mapping[str, tuple[int, int]], files: Iterable[FileStat]) -> Plan:
+    """Compare the walk with the manifest's (mtime_ns, size) per path; reads no file."""
     new, changed, unchanged = [], [], []
     seen = set()
     for f in files:
         seen.add(f.path)
-        old = manifest.entries.get(f.path)
+        old = stats.get(f.path)
         if old is None:
             new.append(f)
-        elif old.mtime_ns == f.mtime_ns and old.size == f.size:
+        elif old == (f.mtime_ns, f.size):
             unchanged.append(f)
         else:
             changed.append(f)
-    removed = tuple(sorted(set(manifest.entries) - seen))
+    removed = tuple(sorted(set(stats) - seen))
     return Plan(tuple(new), tuple(changed), tuple(unchanged), removed)

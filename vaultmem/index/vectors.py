@@ -420,6 +420,23 @@ def _http_client(chroma: ChromaConfig, where: str) -> ClientAPI:
     return client
 
 
+def discard_embedded(cache_dir: Path) -> None:
+    """Delete the embedded store under ``cache_dir`` and chromadb's memory of it.
+
+    chromadb keeps one system per path for the life of the process, and one that failed
+    to open stays broken: a store re-created at the same path must not reuse it.
+    """
+    import shutil
+
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    path = str((Path(cache_dir) / "chroma").resolve())
+    SharedSystemClient._identifier_to_system.pop(path, None)
+    with suppress(AttributeError):
+        SharedSystemClient._identifier_to_refcount.pop(path, None)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _close_client(client: ClientAPI) -> None:
     close = getattr(client, "close", None)
     if callable(close):

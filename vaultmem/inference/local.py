@@ -244,12 +244,17 @@ class LocalEmbedder:
 
             with _lock:
                 runtime = _load_runtime(1)
-            with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            pool = ThreadPoolExecutor(max_workers=self.threads)
+            try:
                 runs = pool.map(
                     lambda idx: self._run_batch(runtime, [encodings[i] for i in idx]), batches
                 )
                 for idx, vectors in zip(batches, runs, strict=True):
                     out[idx] = vectors
+            finally:
+                # On Ctrl-C/SIGTERM drop the queued batches instead of running them all
+                # before the interrupt can end the process.
+                pool.shutdown(wait=True, cancel_futures=True)
             return out.tolist()
         with _lock:
             runtime = _load_runtime(self.threads)

@@ -29,10 +29,11 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from vaultmem.atomic import atomic_write
+from vaultmem.atomic import create_new
 from vaultmem.config import Config
 from vaultmem.errors import (
     ConfigError,
+    ConflictError,
     EndpointError,
     IndexStateError,
     NoteError,
@@ -53,7 +54,7 @@ from vaultmem.scores import (
     parse_half_life,
     to_utc,
 )
-from vaultmem.vault import LinkResolver, compile_globs, walk_notes
+from vaultmem.vault import LinkResolver, note_path, walk_notes
 
 __all__ = [
     "NEAR_DUPLICATE",
@@ -239,9 +240,7 @@ def _unique_path(config: Config, folder: str, slug: str) -> str:
         n += 1
         name = f"{slug}-{n}.md"
     path = f"{folder}/{name}" if folder else name
-    if not compile_globs(config.include)(path) or compile_globs(config.exclude)(path):
-        raise NoteError(f"{path}: not a note of this vault (include/exclude globs); pick --folder")
-    return path
+    return note_path(config, path, write=True)
 
 
 # --------------------------------------------------------------------------- writing
@@ -454,11 +453,24 @@ def _write_new(
         config, now=now, title=title, tags=_clean_tags(tags), note_type=note_type, links=links
     )
     raw = _render(config, path, meta, fm, title, body)
-    if supersedes is not None and resolver is not None:
-        # The old note first: if its frontmatter cannot be edited, nothing is written.
-        changed.append(supersedes)
-        _supersede(config, supersedes, wikilink(path, resolver))
-    (config.vault / path).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(config.vault / path, raw)
+    _create(config, path, raw)
     changed.append(path)
+    if supersedes is not None and resolver is not None:
+        changed.append(supersedes)
+        try:
+            _supersede(config, supersedes, wikilink(path, resolver))
+        except BaseException:
+            # The old note's frontmatter could not be edited: nothing stays written.
+            (config.vault / path).unlink(missing_ok=True)
+            changed.remove(path)
+            raise
     return Remembered(path, True, refines=near, supersedes=supersedes)
+
+
+def _create(config: Config, path: str, raw: bytes) -> None:
+    """Create the new note; a file that appeared at its path meanwhile is never clobbered."""
+    (config.vault / path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        create_new(config.vault / path, raw, path)
+    except FileExistsError:
+        raise ConflictError(f"{path}: a file appeared at this path meanwhile; try again") from None

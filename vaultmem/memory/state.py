@@ -2,8 +2,9 @@
 
 The index records vaultmem's own frontmatter keys per note (``Entry.memory``), so ranking,
 `review`, `promote` and `gc` see every note's state from one JSON file. Values written by
-hand may be malformed; each is read leniently (a bad value counts as absent) because one
-odd note must not stop a sweep over the vault.
+hand may be malformed: a value :func:`vaultmem.frontmatter.owned_problem` rejects counts
+as absent (and the note reports it), because one odd note must not stop a sweep over the
+vault.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
+from vaultmem.frontmatter import iso_time, owned_problem
 from vaultmem.index import manifest as mf
 from vaultmem.scores import MemoryState, default_half_life, parse_half_life, to_utc
 
@@ -43,13 +45,10 @@ def parse_time(value: Any) -> datetime | None:
     """A frontmatter date/datetime (or ISO text) as aware UTC; None when absent or bad."""
     if isinstance(value, datetime | date):
         return to_utc(value)
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
         return None
-    text = value.strip().replace("Z", "+00:00")
-    try:
-        return to_utc(datetime.fromisoformat(text))
-    except ValueError:
-        return None
+    parsed = iso_time(value)
+    return None if parsed is None else to_utc(parsed)
 
 
 def as_float(value: Any, default: float) -> float:
@@ -102,7 +101,7 @@ def note_memory(path: str, entry: mf.Entry) -> NoteMemory:
     nor ``last_used``: the spec's "created: first seen". An mtime is not a use of the
     note here, because git checkouts, syncs and vaultmem's own write-backs all reset it.
     """
-    memory = entry.memory
+    memory = {k: v for k, v in entry.memory.items() if owned_problem(k, v) is None}
     note_type = entry.type or "note"
     created = parse_time(memory.get("created"))
     last_used = parse_time(memory.get("last_used"))

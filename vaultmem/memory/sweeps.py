@@ -39,9 +39,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote
 
-from vaultmem.atomic import atomic_write
+from vaultmem.atomic import rewrite
 from vaultmem.config import Config
-from vaultmem.errors import ConflictError, NoteError, VaultmemError
+from vaultmem.errors import NoteError, VaultmemError
 from vaultmem.frontmatter import parse_meta, split, update_note
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import index_vault, refresh_paths
@@ -59,7 +59,7 @@ from vaultmem.scores import (
     should_forget,
     to_utc,
 )
-from vaultmem.vault import LinkResolver, NoteName, strip_md
+from vaultmem.vault import LinkResolver, NoteName, note_path, strip_md
 
 __all__ = [
     "COLLECTABLE_STATUSES",
@@ -92,8 +92,6 @@ REVIEWABLE_STATUSES = frozenset({"active", "promoted"})
 
 # Paths per git invocation: well under any command-line limit.
 _GIT_CHUNK = 200
-# Tries of a link rewrite before giving up on a note that keeps changing under it.
-_MAX_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -158,6 +156,7 @@ def _move_note(config: Config, old: str, new: str, updates: Mapping[str, object]
     :func:`update_note`: only owned keys change), and a failed write moves it back, so a
     note is either moved and marked or untouched.
     """
+    note_path(config, old, write=True)  # a symlink out of the vault is not written
     src, dst = config.vault / old, config.vault / new
     if os.path.lexists(dst):
         raise NoteError(f"{new}: already exists")
@@ -619,21 +618,16 @@ def _relink_bytes(raw: bytes, links: _LinkMap, before: str, after: str) -> tuple
 
 
 def _rewrite(path: Path, transform: Callable[[bytes], tuple[bytes, int]], source: str) -> int:
-    """Apply ``transform`` to a file atomically, redoing it if the file changed meanwhile."""
-    try:
-        raw = path.read_bytes()
-        for _ in range(_MAX_TRIES):
-            new, count = transform(raw)
-            if new == raw:
-                return 0
-            current = path.read_bytes()
-            if current == raw:
-                atomic_write(path, new)
-                return count
-            raw = current
-    except OSError as exc:
-        raise NoteError(f"{source}: cannot rewrite links: {exc.strerror or exc}") from None
-    raise ConflictError(f"{source}: the note kept changing on disk; its links were not rewritten")
+    """Apply a link ``transform`` (bytes, links changed) through :func:`rewrite`; the count
+    of the version written (a concurrent save is kept and relinked too)."""
+    counts: dict[bytes, int] = {}
+
+    def links_fixed(raw: bytes) -> bytes:
+        new, counts[raw] = transform(raw)
+        return new
+
+    done = rewrite(path, links_fixed, source)
+    return counts[done.before] if done.changed else 0
 
 
 def _mentions(moves: Mapping[str, str]) -> re.Pattern[str]:
@@ -679,6 +673,8 @@ def relink(
             return _relink_bytes(raw, links, old_src, src)
 
         try:
+            if write and on_disk.is_symlink() and _count(on_disk, transform):
+                note_path(config, src, write=True)  # a symlink out of the vault is not written
             count = _rewrite(on_disk, transform, src) if write else _count(on_disk, transform)
         except VaultmemError as exc:
             failed.append(Failure(src, str(exc)))

@@ -648,16 +648,17 @@ class _Fragments:
 
     def __init__(self, config: Config, max_chars: int) -> None:
         from vaultmem.embedding import FragmentCache
-        from vaultmem.index import manifest as mf
 
         self.config = config
         self.max_chars = max_chars
-        self.entries = mf.load(config.cache_dir).entries
         self.cache = FragmentCache.load(config.cache_dir, max_chars)
 
     def of(self, path: str) -> list[_Piece]:
         """The note's fragments in order (empty when it cannot be read)."""
-        entry = self.entries.get(path)
+        from vaultmem.index import manifest as mf
+
+        # One row per candidate: loading every entry would cost a big vault a second.
+        entry = mf.get_entry(self.config.cache_dir, path)
         refs = self.cache.get(entry.hash) if entry is not None else None
         if not refs:
             return self._split(path)

@@ -87,9 +87,14 @@ class VectorIndex:
         self.config = config
         self.embedder = embedder
         self._idx = _load(config, embedder)
-        self._store = VectorStore.open(
-            config.cache_dir, embedder.model_id, embedder.dimension, config.chroma
-        )
+        try:
+            self._store = VectorStore.open(
+                config.cache_dir, embedder.model_id, embedder.dimension, config.chroma
+            )
+        except IndexStateError as exc:
+            if config.chroma.host:
+                raise
+            raise IndexStateError(f"{exc}; run `vaultmem embed` to rebuild it") from None
         self._total = self._store.count()
         if self._total == 0:
             models = self._store.models()
