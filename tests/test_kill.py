@@ -522,3 +522,25 @@ def test_interrupt_does_not_wait_for_embedding_requests_in_flight(
         proc.kill()  # only if it is still there after a failure
     assert proc.returncode == 130, err
     assert time.monotonic() - sent < 5
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=_case_id)
+def test_a_signal_during_start_up_is_one_line(vault: Path, sig: int) -> None:
+    # Importing the CLI and parsing arguments take tens of milliseconds; a signal then
+    # used to end in a traceback, or in click's silent exit 130 (for SIGTERM too). Sent
+    # at a spread of moments across start-up and the command.
+    for delay in (0.0, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.16, 0.2, 0.3):
+        proc = _start(vault, "status")
+        time.sleep(delay)
+        proc.send_signal(sig)
+        _out, err = proc.communicate(timeout=60)
+        if "init_import_site" in err or ("Traceback" in err and "/vaultmem/" not in err):
+            continue  # the interpreter's own start-up, before any vaultmem code runs
+        assert "Traceback" not in err, (delay, err)
+        # In the interpreter's own start-up, before vaultmem runs, the default action ends
+        # it silently (-sig); after the command finished it has nothing left to stop (0).
+        assert proc.returncode in (0, EXIT[sig], -sig), (delay, proc.returncode, err)
+        if proc.returncode == EXIT[sig]:
+            assert err.strip().splitlines() == ["vaultmem: interrupted"], (delay, err)
+        else:
+            assert err == "", (delay, err)

@@ -1,5 +1,5 @@
 """`python -m vaultmem` runs the CLI."""
 
-from vaultmem.cli import main
+from vaultmem.entry import main
 
 main()

@@ -56,3 +56,10 @@ class EndpointError(VaultmemError):
 
 class TemplateError(VaultmemError):
     """A jinja2 template (packaged or a vault's override) is missing or does not render."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so `finally` blocks free locks, stop workers, drop temp files.
+
+    Not a VaultmemError: it ends the command as an interruption (exit 143), not an error.
+    """

@@ -157,6 +157,10 @@ def index_vault(
                 report = run.rebuild(store, state)
             else:
                 report = run.update(store, state)
+                if state.pending:
+                    healed = _count_problem(_doc_count(cache, state), store.count())
+                    if healed:  # the interrupted update left notes no walk can redo
+                        report = run.rebuild(store, store.state())
     return replace(report, seconds=time.perf_counter() - started, healed=healed)
 
 
@@ -172,15 +176,23 @@ def _unsound(cache: Path, store: mf.Store, state: mf.State, *, live: bool, orpha
     if state.dirty:
         return state.dirty
     directory = lexical.location(cache, state.generation)
-    problem = lexical.check(directory, state.fingerprint)
-    if problem:
-        return f"keyword index {problem}"
+    if not state.pending:  # an interrupted update changed the files: no fingerprint holds
+        problem = lexical.check(directory, state.fingerprint)
+        if problem:
+            return f"keyword index {problem}"
     try:
         held = LexicalIndex.open_dir(directory).doc_count()
     except IndexStateError as exc:
         return str(exc)
-    rows = store.count()
+    return "" if state.pending else _count_problem(held, store.count())
+
+
+def _count_problem(held: int, rows: int) -> str:
     return "" if held == rows else f"keyword index holds {held} notes, the manifest {rows}"
+
+
+def _doc_count(cache: Path, state: mf.State) -> int:
+    return LexicalIndex.open_dir(lexical.location(cache, state.generation)).doc_count()
 
 
 @dataclass(frozen=True)
@@ -212,6 +224,7 @@ class _Run:
                 generation=generation,
                 fingerprint=lexical.fingerprint(index.directory),
                 dirty="",
+                pending="",
                 last_index=self._stamp(),
                 lexical_schema=SCHEMA_VERSION,
             )
@@ -229,17 +242,19 @@ class _Run:
         todo: list[tuple[FileStat, bytes | None]] = [(f, None) for f in plan.new]
         todo += _changed_content(self.config.vault, plan.changed, old, touched)
         parsed = _Parsed()
-        fingerprint = state.fingerprint
+        directory = lexical.location(cache, state.generation)
         if todo or plan.removed:
-            store.mark_dirty("an earlier `index` was interrupted")
-            index = LexicalIndex.open_dir(lexical.location(cache, state.generation))
+            store.mark_pending()
+            index = LexicalIndex.open_dir(directory)
             tick = _ticker(len(todo), self.progress)
             index.update(parsed.notes(self.config.vault, todo, tick), remove=plan.removed)
-            fingerprint = lexical.fingerprint(index.directory)
+        fingerprint = state.fingerprint
+        if todo or plan.removed or state.pending:
+            fingerprint = lexical.fingerprint(directory)
         with store.transaction():
             store.upsert({**touched, **parsed.entries})
             store.delete(plan.removed)
-            store.set_meta(fingerprint=fingerprint, dirty="", last_index=self._stamp())
+            store.set_meta(fingerprint=fingerprint, pending="", last_index=self._stamp())
         updated = sum(1 for p in parsed.entries if p in stats)
         unchanged = store.count() - len(parsed.entries)
         return _report(parsed, updated, unchanged, len(plan.removed), rebuilt=False)
@@ -362,7 +377,7 @@ def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Ite
         _not_refreshed(state.dirty)
         return
     directory = lexical.location(config.cache_dir, state.generation)
-    problem = lexical.check(directory, state.fingerprint)
+    problem = "" if state.pending else lexical.check(directory, state.fingerprint)
     if problem:
         raise IndexStateError(f"keyword index {problem}")
     gone = set(removed)
@@ -375,7 +390,7 @@ def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Ite
             continue
         todo.append((FileStat(path, st.st_mtime_ns, st.st_size), None))
     parsed = _Parsed()
-    store.mark_dirty("a write command's index refresh was interrupted")
+    store.mark_pending()
     index = LexicalIndex.open_dir(directory)
     try:
         index.update(parsed.notes(config.vault, todo, lambda: None), remove=sorted(gone))
@@ -384,7 +399,9 @@ def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Ite
     with store.transaction():
         store.upsert(parsed.entries)
         store.delete(gone)
-        store.set_meta(fingerprint=lexical.fingerprint(directory), dirty="")
+        # An update interrupted before this one is still owed to the next `index`.
+        pending = "1" if state.pending else ""
+        store.set_meta(fingerprint=lexical.fingerprint(directory), pending=pending)
 
 
 def _give_up(store: mf.Store, why: str) -> None:

@@ -147,12 +147,14 @@ class _IndexFacts:
 
 
 def _problem(cache_dir: Path, state: mf.State) -> str:
-    """Why the next `index` will rebuild the keyword index, read without opening it."""
+    """Why the keyword index needs `vaultmem index`, read without opening it."""
     from vaultmem.index import lexical
 
     if not state.generation:
         return ""
     if state.dirty:
         return state.dirty
+    if state.pending:
+        return "an update of the keyword index was interrupted"
     problem = lexical.check(lexical.location(cache_dir, state.generation), state.fingerprint)
     return f"keyword index {problem}" if problem else ""

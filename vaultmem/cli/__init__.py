@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import sys
 import warnings
 from datetime import UTC, datetime
@@ -20,15 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from vaultmem import __version__
-from vaultmem.errors import VaultmemError, VaultmemWarning
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so `finally` blocks free locks, stop workers, drop temp files."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated
+from vaultmem.errors import Terminated, VaultmemError, VaultmemWarning
 
 
 def _warning_line(
@@ -53,8 +44,10 @@ class _Boundary(TyperGroup):
     """Turns domain errors into one line and an exit code, for every command."""
 
     def invoke(self, ctx: Any) -> Any:
+        from vaultmem.entry import interruptible
+
         try:
-            with warnings.catch_warnings():
+            with interruptible(), warnings.catch_warnings():
                 warnings.simplefilter("always", VaultmemWarning)
                 warnings.showwarning = _warning_line
                 return super().invoke(ctx)
@@ -63,7 +56,7 @@ class _Boundary(TyperGroup):
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
             typer.echo("vaultmem: interrupted", err=True)
-            raise typer.Exit(143 if isinstance(exc, _Terminated) else 130) from None
+            raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except BrokenPipeError:
             # `vaultmem search … | head` closing the pipe is not an error.
             sys.stderr.close()
@@ -205,10 +198,15 @@ from vaultmem.cli import (  # noqa: E402,F401
 
 
 def main() -> None:
-    """Console-script entry point."""
-    # Python's default SIGTERM ends the process without unwinding; as an exception it
-    # unwinds like Ctrl-C (exit 143, "vaultmem: interrupted").
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    """Console-script entry point (signal handling set up by :mod:`vaultmem.entry`)."""
+    from vaultmem.entry import main as entry_main
+
+    entry_main()
+
+
+def run() -> None:
+    """Run the app; called by :func:`vaultmem.entry.main`, which defers signals until a
+    command runs (see :mod:`vaultmem.entry`)."""
     try:
         app(prog_name="vaultmem")
     except SystemExit as exc:

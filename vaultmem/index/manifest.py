@@ -75,8 +75,13 @@ class Manifest:
 class State:
     """The meta row of the manifest: which keyword index is live, and whether it is sound.
 
-    ``dirty`` is empty, or why the live keyword index may disagree with the rows (an
-    interrupted write, a refresh that failed): the next `index` rebuilds.
+    ``dirty`` is empty, or why the live keyword index cannot be trusted (a refresh that
+    failed on a damaged index): the next `index` rebuilds. ``pending`` says an update of
+    the live index was started and may not have been recorded in the rows (the process was
+    killed between the Whoosh commit and the manifest's). Whoosh commits atomically and its
+    updates are idempotent, so the next `index` redoes the notes whose stat differs from
+    their rows instead of rebuilding; only a note count that still disagrees afterwards
+    makes it rebuild.
     """
 
     last_index: str | None = None
@@ -84,6 +89,7 @@ class State:
     generation: str = ""
     fingerprint: str = ""
     dirty: str = ""
+    pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,7 @@ class Store:
             generation=meta.get("generation", ""),
             fingerprint=meta.get("fingerprint", ""),
             dirty=meta.get("dirty", ""),
+            pending=bool(meta.get("pending", "")),
         )
 
     def count(self) -> int:
@@ -270,9 +277,14 @@ class Store:
         )
 
     def mark_dirty(self, why: str) -> None:
-        """Record, in its own commit, that the live keyword index may be out of step."""
+        """Record, in its own commit, that the live keyword index cannot be trusted."""
         with self.transaction():
             self.set_meta(dirty=why)
+
+    def mark_pending(self) -> None:
+        """Record, in its own commit, that an update of the live keyword index begins."""
+        with self.transaction():
+            self.set_meta(pending="1")
 
     def reset(self) -> None:
         """Make this an empty manifest of the current schema (another schema's is dropped)."""

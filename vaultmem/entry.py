@@ -1,0 +1,69 @@
+"""The console entry point, and where Ctrl-C and SIGTERM may interrupt a command.
+
+Importing the CLI and parsing arguments take tens of milliseconds (typer, click, the
+command modules). A signal landing there used to surface as a traceback from whatever
+was running (an import lock, typing's annotation code) or as click's silent exit. So
+signals are *deferred* from the first line of :func:`main` until a command runs: inside
+:func:`interruptible` (entered by the CLI boundary around every command) SIGINT raises
+KeyboardInterrupt and SIGTERM raises :class:`~vaultmem.errors.Terminated`, each unwinding
+through the command's ``finally`` blocks (lock, workers, temp files) to one line and
+exit 130 or 143; one that came while deferred is raised as the command starts. A signal
+after the command has finished changes nothing: its work is done. What is left is the
+interpreter's own start-up before this module runs (about 20 ms), where Python's default
+handlers apply.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from vaultmem.errors import Terminated
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_pending: list[int] = []
+
+
+def _defer(signum: int, frame: object) -> None:
+    _pending.append(signum)
+
+
+def _raise(signum: int, frame: object) -> None:
+    if signum == signal.SIGTERM:
+        raise Terminated
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Within: SIGINT and SIGTERM raise (a deferred one at once); the handlers before it
+    are given back after, so an in-process caller (a test runner) keeps its own."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    live = [sig for sig, handler in before.items() if handler is not signal.SIG_IGN]
+    for sig in live:
+        signal.signal(sig, _raise)
+    try:
+        waiting = [sig for sig in _pending if sig in live]
+        _pending.clear()
+        if waiting:
+            _raise(waiting[0], None)
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def main() -> None:
+    """Run the `vaultmem` command line."""
+    for sig in _SIGNALS:
+        # An ignored signal (a background job's SIGINT, nohup) stays ignored.
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _defer)
+    from vaultmem.cli import run
+
+    run()
