@@ -148,9 +148,10 @@ def test_an_interrupted_update_is_redone_not_rebuilt(cli: Cli, vault: Path) -> N
     report = cli.json_lines("index")[0]
     assert (report["updated"], report["rebuilt"], report["healed"]) == (1, False, "")
     assert cli.json_lines("status")[0]["index_problem"] == ""
-    assert cli.json_lines("search", "zeppelin registry")[0]["path"] == note.relative_to(
-        vault
-    ).as_posix()
+    assert (
+        cli.json_lines("search", "zeppelin registry")[0]["path"]
+        == note.relative_to(vault).as_posix()
+    )
     # Whoosh counts replaced documents in its statistics until segments merge, so any
     # incremental update scores a little differently from a fresh build: compare the rest.
     redone = _without_scores(_searches(cli))
