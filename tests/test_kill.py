@@ -544,3 +544,18 @@ def test_a_signal_during_start_up_is_one_line(vault: Path, sig: int) -> None:
             assert err.strip().splitlines() == ["vaultmem: interrupted"], (delay, err)
         else:
             assert err == "", (delay, err)
+
+
+def test_a_signal_during_a_deferred_import_is_raised_after_it() -> None:
+    # numpy's and onnxruntime's C initialisation turn an exception raised by a signal
+    # handler into "ImportError: import numpy failed" (and print a traceback); inside
+    # deferred() the signal waits and is raised, as itself, when the block ends.
+    from vaultmem.entry import deferred, interruptible
+    from vaultmem.errors import Terminated
+
+    reached_end_of_block = False
+    with pytest.raises(Terminated), interruptible(), deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # delivered now, were it not deferred
+        reached_end_of_block = True
+    assert reached_end_of_block

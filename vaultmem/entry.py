@@ -58,6 +58,34 @@ def interruptible() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Within: SIGINT and SIGTERM wait; one that came is raised when the block ends.
+
+    For importing C extensions (numpy, onnxruntime, chromadb): an exception raised by a
+    signal handler inside their module initialisation is printed as a traceback and turned
+    into an ImportError ("import numpy failed"), so the command would fail as if a package
+    were missing instead of stopping as interrupted.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    came: list[int] = []
+    for sig, handler in before.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        if came:
+            handler = before[signal.Signals(came[0])]
+            if callable(handler):
+                handler(came[0], None)
+
+
 def main() -> None:
     """Run the `vaultmem` command line."""
     for sig in _SIGNALS:

@@ -1,10 +1,11 @@
 """jinja2 templates: shipped inside the package, overridable per vault (SPEC §1).
 
-Packaged templates live in ``vaultmem/templates/`` (package data, so they ship in the
-wheel and load from an installed vaultmem with :mod:`importlib.resources`, whatever the
-working directory). A vault overrides one by putting a file of the same relative name in
-``<vault>/.vaultmem/templates/`` (e.g. ``.vaultmem/templates/prompts/expand.j2``); the
-override wins.
+Packaged templates live in the repository's top-level ``templates/`` folder, which
+``vaultmem/templates`` links to: package data, so they ship in the wheel as
+``vaultmem/templates/`` and load from an installed vaultmem with
+:mod:`importlib.resources`, whatever the working directory. A vault overrides one by
+putting a file of the same relative name in ``<vault>/.vaultmem/templates/`` (e.g.
+``.vaultmem/templates/prompts/expand.j2``); the override wins.
 
 Templates render plain text (prompts, markdown), so autoescaping is off, and undefined
 variables are errors rather than silently empty: a typo in an override should be
@@ -13,6 +14,7 @@ reported, not produce a prompt with a hole in it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,59 @@ def render(config: Config, name: str, **context: Any) -> str:
         line = getattr(exc, "lineno", None)
         at = f":{line}" if line else ""
         raise TemplateError(f"template {where}{at}: {exc}") from None
+
+
+def frontmatter_yaml(meta: Mapping[str, Any]) -> str:
+    """The YAML lines of a new note's frontmatter (without the ``---`` fences), serialised
+    by python-frontmatter in the order given; each line ends in a newline."""
+    import frontmatter as pyfrontmatter  # the library, not vaultmem.frontmatter
+
+    text = pyfrontmatter.dumps(
+        pyfrontmatter.Post("", **meta), Dumper=_dumper(), sort_keys=False, allow_unicode=True
+    )
+    inner = text.split("\n", 1)[1].rsplit("---", 1)[0] if meta else ""
+    return inner
+
+
+def _dumper() -> Any:
+    """A YAML safe dumper writing datetimes as vaultmem does everywhere
+    (``2026-12-01T09:30:00Z``, still a YAML timestamp)."""
+    from datetime import datetime
+
+    import yaml
+
+    from vaultmem.scores import to_utc
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def timestamp(dumper: yaml.SafeDumper, value: datetime) -> yaml.Node:
+        text = to_utc(value).isoformat().replace("+00:00", "Z")
+        return dumper.represent_scalar("tag:yaml.org,2002:timestamp", text)
+
+    Dumper.add_representer(datetime, timestamp)
+    return Dumper
+
+
+def render_note(
+    config: Config, name: str, path: str, meta: Mapping[str, Any], **context: Any
+) -> bytes:
+    """The bytes of a new note ``path`` rendered from template ``name``.
+
+    The template gets ``frontmatter`` (the YAML of ``meta``, see :func:`frontmatter_yaml`)
+    and ``meta`` besides ``context``. The result must parse as a note whose frontmatter
+    still holds every key of ``meta`` (an override that drops the block is refused), or
+    :class:`TemplateError` says which template broke it.
+    """
+    from vaultmem.errors import NoteError
+    from vaultmem.note import parse_note
+
+    data = render(config, name, frontmatter=frontmatter_yaml(meta), meta=meta, **context)
+    raw = data.encode("utf-8")
+    try:
+        note = parse_note(path, raw)
+    except NoteError as exc:
+        raise TemplateError(f"template {name} rendered an unreadable note: {exc}") from None
+    if any(note.meta.get(key) != value for key, value in meta.items() if key != "created"):
+        raise TemplateError(f"template {name} must keep the frontmatter it is given")
+    return raw

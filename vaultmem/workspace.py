@@ -71,6 +71,7 @@ class VaultStatus:
     index_problem: str = ""
     # path → owned values that were invalid and treated as absent.
     note_warnings: dict[str, list[str]] = field(default_factory=dict)
+    surfaced: int = 0  # `surface` runs in its log
 
     @property
     def stale(self) -> int:
@@ -98,6 +99,7 @@ def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultS
     ``models`` maps embedding model ids to their fragment size; coverage is reported
     for each from vaultmem's own records (no model or vector store is opened).
     """
+    from vaultmem.agent.surface import log_count
     from vaultmem.embedding import coverage
 
     facts = mf.read(
@@ -120,6 +122,7 @@ def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultS
         },
         index_problem=facts.problem,
         note_warnings={p: list(w) for p, w in sorted(facts.warnings.items())},
+        surfaced=log_count(config),
     )
 
 

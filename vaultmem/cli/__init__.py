@@ -119,15 +119,16 @@ def _root(
     ctx.obj = {"vault": vault, "cache_dir": str(cache_dir) if cache_dir else None}
 
 
-def load_config(ctx: typer.Context, **overrides: Any) -> Any:
-    """Resolve the configuration once, from the environment, files and flags."""
+def load_config(ctx: typer.Context, *, cwd: Path | None = None, **overrides: Any) -> Any:
+    """Resolve the configuration once, from the environment, files and flags (a vault is
+    searched upward from ``cwd``, the working folder unless given)."""
     from vaultmem import config
 
     root = ctx.find_root()
     obj = root.obj if isinstance(root.obj, dict) else {}
     flags = {"cache_dir": obj.get("cache_dir"), **overrides}
     loaded = config.load(
-        vault_flag=obj.get("vault"), env=dict(os.environ), cwd=Path.cwd(), overrides=flags
+        vault_flag=obj.get("vault"), env=dict(os.environ), cwd=cwd or Path.cwd(), overrides=flags
     )
     if not obj.get("warned"):
         for warning in loaded.warnings:
@@ -138,12 +139,12 @@ def load_config(ctx: typer.Context, **overrides: Any) -> Any:
 
 def clock() -> datetime:
     """Now, in UTC; ``VAULTMEM_NOW`` (ISO 8601) pins it, for tests and replays."""
-    from vaultmem.errors import ConfigError
-    from vaultmem.memory.state import parse_time
-
     pinned = os.environ.get("VAULTMEM_NOW", "").strip()
     if not pinned:
         return datetime.now(UTC)
+    from vaultmem.errors import ConfigError
+    from vaultmem.memory.state import parse_time
+
     when = parse_time(pinned)
     if when is None:
         raise ConfigError(f"VAULTMEM_NOW={pinned!r} is not an ISO 8601 date or datetime")
@@ -186,7 +187,10 @@ class ProgressBar:
 
 # Command modules register themselves on `app` when imported.
 from vaultmem.cli import (  # noqa: E402,F401
+    agent_cmds,
+    capture_cmds,
     eval_cmds,
+    hook_cmds,
     index_cmds,
     lifecycle_cmds,
     link_cmds,

@@ -151,6 +151,7 @@ def status(
             "treated as absent (`status --json` lists them)"
         )
     typer.echo(f"cache:        {config.cache_dir} ({_size(info.cache_bytes)})")
+    typer.echo(f"surfaced:     {info.surfaced} prompts logged by `surface`")
     for model, cov in info.embeddings.items():
         line = f"embeddings:   {cov['embedded']}/{cov['fragments']} fragments ({model})"
         if cov["unsplit_notes"]:

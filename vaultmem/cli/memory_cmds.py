@@ -153,12 +153,12 @@ def remember(
         tags=_tags(tags),
         folder=folder,
         supersedes=old,
-        embedder=_embedder(config),
+        embedder=vault_embedder(config),
     )
     _print_remembered(done, json_out)
 
 
-def _embedder(config: Config) -> Embedder | None:
+def vault_embedder(config: Config) -> Embedder | None:
     """The vault's embedder when it has vectors for it (near duplicates by cosine)."""
     from vaultmem.embedding import read_record, record_path
     from vaultmem.errors import ConfigError, EndpointError

@@ -372,7 +372,10 @@ def _hostport(chroma: ChromaConfig) -> str:
 
 def _persistent_client(path: Path, where: str) -> ClientAPI:
     """An embedded client on ``path`` (chromadb shares one system per path in a process)."""
-    import chromadb
+    from vaultmem.entry import deferred
+
+    with deferred():  # see deferred(): C extensions turn a signal into an ImportError
+        import chromadb
 
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -387,8 +390,12 @@ def _http_client(chroma: ChromaConfig, where: str) -> ClientAPI:
     chromadb's own HTTP session has no timeout at all, so an unreachable host would hang
     a cron job; the heartbeat (10 s) fails fast with a clear message instead.
     """
-    import chromadb
     import httpx
+
+    from vaultmem.entry import deferred
+
+    with deferred():  # see deferred(): C extensions turn a signal into an ImportError
+        import chromadb
 
     headers: dict[str, str] = {}
     if chroma.token:

@@ -97,9 +97,13 @@ def model_path() -> str:
 
 def _import_runtime_libs() -> tuple[Any, Any]:
     """Import onnxruntime and tokenizers, turning their absence into one clear error."""
+    from vaultmem.entry import deferred
+
     try:
-        import onnxruntime
-        import tokenizers
+        with deferred():  # a signal inside a C extension's import would pose as ImportError
+            import numpy  # noqa: F401  (onnxruntime's own import of it, made safe here)
+            import onnxruntime
+            import tokenizers
     except ImportError as exc:
         raise EndpointError(
             f"local embedder needs onnxruntime, tokenizers and numpy ({exc.name} is missing); "

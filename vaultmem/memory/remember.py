@@ -37,16 +37,14 @@ from vaultmem.errors import (
     EndpointError,
     IndexStateError,
     NoteError,
-    TemplateError,
 )
-from vaultmem.frontmatter import render_value
 from vaultmem.indexer import refresh_paths
 from vaultmem.inference.base import Embedder
 from vaultmem.lookup import note_names
 from vaultmem.memory.notes import Reinforced, reinforce_locked
 from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
-from vaultmem.note import Note, parse_note, read_note
-from vaultmem.prompts import render
+from vaultmem.note import Note, read_note
+from vaultmem.prompts import render_note
 from vaultmem.scores import (
     DEFAULT_TYPE,
     NOTE_TYPES,
@@ -61,9 +59,12 @@ __all__ = [
     "NearDuplicate",
     "Remembered",
     "content_key",
+    "create_note",
     "remember",
     "shingle_similarity",
     "slugify",
+    "target_folder",
+    "unique_path",
 ]
 
 TEMPLATE = "memory.md.j2"
@@ -218,17 +219,19 @@ def slugify(text: str, *, max_words: int | None = None) -> str:
     return slug or (words[0][:SLUG_MAX] if words else "memory")
 
 
-def _folder(config: Config, folder: str | None) -> str:
-    """The target folder, vault-relative; a path leaving the vault is refused."""
-    raw = config.inbox_folder if folder is None else folder
+def target_folder(config: Config, folder: str | None, default: str | None = None) -> str:
+    """The folder a new note goes to, vault-relative (``folder``, else ``default``, else
+    the inbox); a path leaving the vault is refused (NoteError)."""
+    raw = folder if folder is not None else default if default is not None else config.inbox_folder
     parts = PurePosixPath(raw.replace("\\", "/").strip("/")).parts
     if raw.startswith("/") or any(p in ("..", ".") for p in parts):
         raise NoteError(f"folder {raw!r}: give a folder inside the vault, relative to its root")
     return "/".join(parts)
 
 
-def _unique_path(config: Config, folder: str, slug: str) -> str:
-    """``folder/slug.md``, or ``slug-2.md``, ``slug-3.md``… when the name is taken.
+def unique_path(config: Config, folder: str, slug: str, sep: str = "-") -> str:
+    """``folder/slug.md``, or ``slug-2.md``, ``slug-3.md``… when the name is taken
+    (``sep`` joins the number: handoffs use a space, as their names have spaces).
 
     Compared case-insensitively: two notes differing only in case would share a link
     name in Obsidian, and one file on macOS.
@@ -238,7 +241,7 @@ def _unique_path(config: Config, folder: str, slug: str) -> str:
     name, n = f"{slug}.md", 1
     while name.lower() in taken:
         n += 1
-        name = f"{slug}-{n}.md"
+        name = f"{slug}{sep}{n}.md"
     path = f"{folder}/{name}" if folder else name
     return note_path(config, path, write=True)
 
@@ -294,8 +297,8 @@ def _frontmatter(
     tags: Sequence[str],
     note_type: str,
     links: dict[str, list[str]],
-) -> tuple[dict[str, Any], str]:
-    """The new note's frontmatter values (in order) and their YAML lines."""
+) -> dict[str, Any]:
+    """The new note's frontmatter values, in order."""
     try:
         half_life = format_half_life(parse_half_life(config.stm_half_life))
     except ValueError as exc:
@@ -310,7 +313,7 @@ def _frontmatter(
     meta["half_life"] = half_life
     meta["status"] = "active"
     meta.update({key: value for key, value in links.items() if value})
-    return meta, "".join(render_value(key, value) for key, value in meta.items())
+    return meta
 
 
 def _append_link(meta: dict[Any, Any], key: str, link: str) -> list[str]:
@@ -335,21 +338,6 @@ def _supersede(
         return {"supersedes": _append_link(meta, "supersedes", old_link)}
 
     edit_notes_locked(config, [old] if new is None else [new, old], compute)
-
-
-def _render(
-    config: Config, path: str, meta: dict[str, Any], fm: str, title: str | None, text: str
-) -> bytes:
-    """The new note's bytes from the template, checked to parse with its frontmatter."""
-    data = render(config, TEMPLATE, frontmatter=fm, meta=meta, title=title, text=text)
-    raw = data.encode("utf-8")
-    try:
-        note = parse_note(path, raw)
-    except NoteError as exc:
-        raise TemplateError(f"template {TEMPLATE} rendered an unreadable note: {exc}") from None
-    if note.meta.get("status") != "active":
-        raise TemplateError(f"template {TEMPLATE} must keep the frontmatter it is given")
-    return raw
 
 
 def remember(
@@ -383,7 +371,7 @@ def remember(
     if kind not in NOTE_TYPES:
         raise ValueError(f"unknown type {note_type!r} (one of {', '.join(NOTE_TYPES)})")
     title = " ".join(title.split()) if title else None
-    target = _folder(config, folder)
+    target = target_folder(config, folder)
     changed: list[str] = []
     with locked(config, "remember"):
         try:
@@ -442,18 +430,18 @@ def _write_new(
 ) -> Remembered:
     """Write the new memory; ``changed`` collects what to re-index."""
     slug = slugify(title) if title else slugify(body, max_words=SLUG_WORDS)
-    path = _unique_path(config, folder, slug)
+    path = unique_path(config, folder, slug)
     resolver = LinkResolver(note_names(config)) if (near or supersedes) else None
     links: dict[str, list[str]] = {}
     if resolver is not None:
         links["refines"] = [wikilink(n.path, resolver) for n in near]
         if supersedes is not None:
             links["supersedes"] = [wikilink(supersedes, resolver)]
-    meta, fm = _frontmatter(
+    meta = _frontmatter(
         config, now=now, title=title, tags=_clean_tags(tags), note_type=note_type, links=links
     )
-    raw = _render(config, path, meta, fm, title, body)
-    _create(config, path, raw)
+    raw = render_note(config, TEMPLATE, path, meta, title=title, text=body)
+    create_note(config, path, raw)
     changed.append(path)
     if supersedes is not None and resolver is not None:
         changed.append(supersedes)
@@ -467,8 +455,9 @@ def _write_new(
     return Remembered(path, True, refines=near, supersedes=supersedes)
 
 
-def _create(config: Config, path: str, raw: bytes) -> None:
-    """Create the new note; a file that appeared at its path meanwhile is never clobbered."""
+def create_note(config: Config, path: str, raw: bytes) -> None:
+    """Create the new note ``path`` (its folder too); a file that appeared at its path
+    meanwhile is never clobbered (ConflictError)."""
     (config.vault / path).parent.mkdir(parents=True, exist_ok=True)
     try:
         create_new(config.vault / path, raw, path)

@@ -82,6 +82,11 @@ DEFAULT_FRAGMENT_CHARS = 1000
 CACHE_DIR = "llm"
 
 Status = Literal["ran", "bypassed", "off", "skipped", "failed"]
+NO_EMBEDDER = "no embedder configured"
+NO_RERANKER = (
+    "no reranker or LLM configured (set VAULTMEM_RERANK_URL and VAULTMEM_RERANK_MODEL, "
+    "or [rerank] url and model; an LLM alone reranks too)"
+)
 
 
 # --- values handed to the CLI ------------------------------------------------------------
@@ -274,14 +279,11 @@ class Backends:
     reranker: Reranker | None = None
     # An opened vector index a long-lived caller keeps (eval, benchmarks); else per query.
     vectors: VectorIndex | None = None
-    embedder_note: str = "no embedder configured"
+    embedder_note: str = NO_EMBEDDER
     llm_note: str = (
         "no LLM configured (set VAULTMEM_LLM_URL and VAULTMEM_LLM_MODEL, or [llm] url and model)"
     )
-    reranker_note: str = (
-        "no reranker or LLM configured (set VAULTMEM_RERANK_URL and VAULTMEM_RERANK_MODEL, "
-        "or [rerank] url and model; an LLM alone reranks too)"
-    )
+    reranker_note: str = NO_RERANKER
 
 
 def backends_for(config: Config) -> Backends:
@@ -595,11 +597,13 @@ def _vector_lists(
     depth: int,
     filters: Filters,
 ) -> Stage:
-    from vaultmem.retrieval.vsearch import nearest_notes_many
-
     embedder = backends.embedder
     if embedder is None:
-        return Stage("vectors", "skipped", f"{backends.embedder_note}: BM25 only")
+        # Vectors the user turned off (or never set up) are a choice, not a degradation.
+        chosen = config.embedder == "none" or backends.embedder_note == NO_EMBEDDER
+        return Stage(
+            "vectors", "off" if chosen else "skipped", f"{backends.embedder_note}: BM25 only"
+        )
     factor = fusion.VECTOR_WEIGHT_FACTOR
     queries: list[tuple[str, str, float]] = [
         ("vec:original", text, fusion.ORIGINAL_WEIGHT * factor)
@@ -610,6 +614,7 @@ def _vector_lists(
         if expansion.hypothetical:
             queries.append(("vec:hyde", expansion.hypothetical, fusion.VARIANT_WEIGHT * factor))
     from vaultmem.embedding import read_record, record_path
+    from vaultmem.retrieval.vsearch import nearest_notes_many
 
     if not read_record(record_path(config.cache_dir, embedder.model_id)):
         # Checked before the model loads or the endpoint is called: nothing to search.
@@ -744,7 +749,9 @@ def _rerank_stage(
         return {}, Stage("rerank", "off", "--no-rerank")
     reranker = backends.reranker
     if reranker is None:
-        return {}, Stage("rerank", "skipped", f"{backends.reranker_note}: fused order kept")
+        # No reranker configured is the default, not a degradation: told in --explain only.
+        status: Status = "off" if backends.reranker_note == NO_RERANKER else "skipped"
+        return {}, Stage("rerank", status, f"{backends.reranker_note}: fused order kept")
     chosen = [doc for doc in pool[: options.candidates] if texts.get(doc)]
     if not chosen:
         return {}, Stage("rerank", "off", "no candidate to rerank")

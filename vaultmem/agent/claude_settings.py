@@ -1,0 +1,218 @@
+"""vaultmem's handlers in Claude Code's settings files: merge, remove, inspect.
+
+A settings file (``~/.claude/settings.json``, ``.claude/settings.json``,
+``.claude/settings.local.json``) holds much more than hooks: permissions, env, other
+tools' hooks, keys vaultmem has never heard of. Everything here works on the parsed JSON
+value and changes only vaultmem's own handlers, recognised by their command:
+a ``vaultmem`` executable (or ``python -m vaultmem``) running ``hook EVENT``.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import shlex
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vaultmem.agent.hooks import EVENT_NAMES, EVENTS
+from vaultmem.atomic import atomic_write
+from vaultmem.errors import ConfigError
+
+SCOPES = ("user", "project", "local")
+BACKUP_SUFFIX = ".vaultmem-backup"
+
+
+def settings_path(scope: str, *, home: Path, cwd: Path) -> Path:
+    """The settings file of a scope: user, project (shared) or local (not committed)."""
+    if scope == "user":
+        return home / ".claude" / "settings.json"
+    if scope == "project":
+        return cwd / ".claude" / "settings.json"
+    if scope == "local":
+        return cwd / ".claude" / "settings.local.json"
+    raise ConfigError(f"unknown scope {scope!r} (choose from {', '.join(SCOPES)})")
+
+
+def hook_command(launcher: list[str], vault: Path, event: str) -> str:
+    """The shell command Claude Code runs for ``event``, every part quoted."""
+    return shlex.join([*launcher, "--vault", str(vault), "hook", event])
+
+
+def vaultmem_event(command: object) -> str | None:
+    """The ``hook EVENT`` a command runs when it is vaultmem's, else None."""
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if not words:
+        return None
+    if Path(words[0]).name == "vaultmem":
+        rest = words[1:]
+    elif words[1:3] == ["-m", "vaultmem"]:
+        rest = words[3:]
+    else:
+        return None
+    for i, word in enumerate(rest[:-1]):
+        if word == "hook" and rest[i + 1] in EVENT_NAMES:
+            return rest[i + 1]
+    return None
+
+
+def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text (None when missing) and its JSON object; ConfigError when it is
+    not a JSON object or its ``hooks`` are not in Claude Code's shape."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None, {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc}); fix it, nothing was written") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a JSON object; nothing was written")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        raise ConfigError(f'{path}: "hooks" is not an object of lists; nothing was written')
+    return text, data
+
+
+def render(settings: dict[str, Any]) -> str:
+    """The settings as Claude Code writes them: 2-space JSON, key order kept."""
+    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+
+
+def _handlers(settings: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Every (event, matcher group, handler) in the settings."""
+    for event, groups in settings.get("hooks", {}).items():
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                for handler in group["hooks"]:
+                    if isinstance(handler, dict):
+                        yield event, group, handler
+
+
+def installed(settings: dict[str, Any]) -> dict[str, str]:
+    """vaultmem's handlers in the settings: Claude Code event -> command."""
+    return {
+        event: handler["command"]
+        for event, _, handler in _handlers(settings)
+        if vaultmem_event(handler.get("command"))
+    }
+
+
+def without_vaultmem(settings: dict[str, Any]) -> dict[str, Any]:
+    """A copy without vaultmem's handlers, dropping the groups, events and ``hooks``
+    object that only they filled; everything else is left as it was."""
+    result = copy.deepcopy(settings)
+    hooks = result.get("hooks")
+    if not isinstance(hooks, dict):
+        return result
+    for event in list(hooks):
+        kept = []
+        for group in hooks[event]:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                ours = [h for h in group["hooks"] if _is_ours(h)]
+                if ours:
+                    group["hooks"] = [h for h in group["hooks"] if not _is_ours(h)]
+                    if not group["hooks"]:
+                        continue
+            kept.append(group)
+        if kept or not hooks[event]:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks and "hooks" in settings and settings["hooks"]:
+        del result["hooks"]
+    return result
+
+
+def _is_ours(handler: object) -> bool:
+    return isinstance(handler, dict) and vaultmem_event(handler.get("command")) is not None
+
+
+def with_vaultmem(settings: dict[str, Any], command: Callable[[str], str]) -> dict[str, Any]:
+    """A copy with vaultmem's handlers (``command(event)`` gives each one's command line).
+
+    A handler already there is updated in place, so re-installing changes nothing and a
+    new vault path or launcher replaces the old one; duplicates of it are dropped.
+    """
+    result = copy.deepcopy(settings)
+    hooks = result.setdefault("hooks", {})
+    for event in (e for e in EVENTS if e.installed):
+        wanted = {"type": "command", "command": command(event.name), "timeout": event.timeout}
+        groups = hooks.setdefault(event.claude_event, [])
+        found = False
+        emptied = []
+        for group in groups:
+            if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)):
+                continue
+            kept = []
+            for handler in group["hooks"]:
+                if _is_ours(handler):
+                    if found:
+                        continue  # a duplicate of ours
+                    handler.update(wanted)
+                    found = True
+                kept.append(handler)
+            if group["hooks"] and not kept:
+                emptied.append(group)
+            group["hooks"] = kept
+        hooks[event.claude_event] = [g for g in groups if not any(g is e for e in emptied)]
+        if not found:
+            hooks[event.claude_event].append({"matcher": "", "hooks": [wanted]})
+    return result
+
+
+@dataclass(frozen=True)
+class Change:
+    """A planned change to one settings file; ``before`` is None for a new file."""
+
+    path: Path
+    before: str | None
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        """Whether writing would change the file's JSON value."""
+        if self.before is None:
+            return True
+        return json.loads(self.before or "{}") != json.loads(self.after)
+
+    def diff(self) -> str:
+        """A unified diff of the file, as ``--dry-run`` shows it ("" when unchanged)."""
+        if not self.changed:
+            return ""
+        old = (self.before or "").splitlines(keepends=True)
+        label = str(self.path)
+        new = self.after.splitlines(keepends=True)
+        return "".join(difflib.unified_diff(old, new, f"{label} (before)", f"{label} (after)"))
+
+
+def plan(path: Path, transform: Callable[[dict[str, Any]], dict[str, Any]]) -> Change:
+    """Read the settings at ``path`` and what ``transform`` would make of them."""
+    before, settings = read_settings(path)
+    return Change(path, before, render(transform(settings)))
+
+
+def apply(change: Change) -> Path | None:
+    """Write a change atomically, after a one-time backup of the file as it was before
+    vaultmem first touched it; returns the backup's path (None when there is none)."""
+    if not change.changed:
+        return None
+    backup: Path | None = None
+    if change.before is not None:
+        backup = change.path.with_name(change.path.name + BACKUP_SUFFIX)
+        if not backup.exists():
+            atomic_write(backup, change.before.encode("utf-8"))
+    change.path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(change.path, change.after.encode("utf-8"))
+    return backup

@@ -1,0 +1,457 @@
+"""`extract`: decisions, preferences, antipatterns and observations from a transcript.
+
+The transcript's prose (what the user and the agent said in the main thread; not tool
+output, thinking or subagent chatter) is redacted (:mod:`vaultmem.agent.redact`), cut
+into chunks of about :data:`CHUNK_CHARS` characters, and each chunk is turned into
+memories:
+
+- with an LLM: one schema-constrained JSON request per chunk (prompt:
+  ``templates/prompts/extract.j2``), naming the notes the chunk may replace;
+- without one, or once the endpoint fails: a rule-based extractor over sentences
+  ("we decided", "let's go with", "instead of … because", "don't … again", "always",
+  "never", "prefer", "turns out").
+
+Every memory goes through :func:`vaultmem.memory.remember.remember` (duplicates,
+``refines``, ``supersedes``). The end of the last entry processed is kept per transcript
+(:mod:`vaultmem.agent.transcript` state), so a second run reads only what was appended.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vaultmem.agent.redact import redact
+from vaultmem.agent.transcript import (
+    BULLET_RE,
+    FENCE_RE,
+    Entry,
+    TranscriptState,
+    load_state,
+    prefix_hash,
+    read_entries,
+    save_state,
+)
+from vaultmem.config import Config
+from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
+
+if TYPE_CHECKING:
+    from vaultmem.inference.base import Embedder
+    from vaultmem.inference.llm import LLMClient
+
+__all__ = [
+    "CHUNK_CHARS",
+    "EXTRACT_SCHEMA",
+    "Candidate",
+    "ExtractReport",
+    "Extracted",
+    "capture_lock",
+    "chunks",
+    "extract_transcript",
+    "rule_candidates",
+]
+
+CHUNK_CHARS = 6000
+MAX_PER_CHUNK = 8
+MIN_CHARS, MAX_CHARS = 20, 600
+NOTES_IN_PROMPT = 8
+MAX_STATE_NOTES = 200
+TEMPLATE = "prompts/extract.j2"
+KINDS = ("decision", "preference", "antipattern", "observation")
+TAG = "extracted"
+
+EXTRACT_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "memories": {
+            "type": "array",
+            "maxItems": MAX_PER_CHUNK,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": list(KINDS)},
+                    # Bounded, so a small model's grammar cannot ramble to max_tokens.
+                    "title": {"type": "string", "maxLength": 80},
+                    "text": {"type": "string", "maxLength": MAX_CHARS},
+                    "supersedes": {"type": "string", "maxLength": 120},
+                },
+                "required": ["type", "title", "text"],
+            },
+        }
+    },
+    "required": ["memories"],
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory found in the transcript, before it is remembered."""
+
+    type: str
+    text: str
+    title: str | None = None
+    supersedes: str | None = None  # a note name, as the model wrote it
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """A candidate and what `remember` did with it (``path`` None in a dry run)."""
+
+    candidate: Candidate
+    path: str | None = None
+    created: bool = False
+    duplicate_of: str | None = None
+    refines: tuple[str, ...] = ()
+    supersedes: str | None = None
+
+    def as_json(self) -> dict[str, object]:
+        """One memory of ``extract --json``."""
+        c = self.candidate
+        return {
+            "type": c.type,
+            "title": c.title,
+            "text": c.text,
+            "path": self.path,
+            "created": self.created,
+            "duplicate_of": self.duplicate_of,
+            "refines": list(self.refines),
+            "supersedes": self.supersedes,
+        }
+
+
+@dataclass(frozen=True)
+class ExtractReport:
+    """What one `extract` run read and wrote."""
+
+    transcript: str
+    start: int
+    end: int
+    entries: int
+    chunks: int
+    mode: str  # "llm", "rules", or "llm+rules" when the endpoint failed part-way
+    memories: tuple[Extracted, ...]
+    dry_run: bool = False
+    warnings: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        """The ``--json`` object."""
+        return {
+            "transcript": self.transcript,
+            "start": self.start,
+            "end": self.end,
+            "entries": self.entries,
+            "chunks": self.chunks,
+            "mode": self.mode,
+            "dry_run": self.dry_run,
+            "created": sum(1 for m in self.memories if m.created),
+            "memories": [m.as_json() for m in self.memories],
+            "warnings": list(self.warnings),
+        }
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+def _label(entry: Entry) -> str:
+    return {"user": "User", "assistant": "Assistant"}.get(entry.role, "Speaker")
+
+
+def chunks(entries: Iterable[Entry], size: int = CHUNK_CHARS) -> Iterator[str]:
+    """The redacted prose of ``entries`` as ``Role: text`` blocks, about ``size`` chars
+    a chunk (a longer turn is cut at paragraph or line ends)."""
+    parts: list[str] = []
+    used = 0
+    for entry in entries:
+        if not entry.prose:
+            continue
+        for piece in _pieces(f"{_label(entry)}: {redact(entry.text.strip())}", size):
+            if parts and used + len(piece) > size:
+                yield "\n\n".join(parts)
+                parts, used = [], 0
+            parts.append(piece)
+            used += len(piece) + 2
+    if parts:
+        yield "\n\n".join(parts)
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
+    """``text`` cut into pieces of at most ``size`` characters, at line ends when possible."""
+    while len(text) > size:
+        cut = text.rfind("\n", 0, size)
+        cut = cut if cut > size // 2 else size
+        yield text[:cut].rstrip()
+        text = text[cut:].lstrip()
+    if text.strip():
+        yield text
+
+
+# --------------------------------------------------------------------------- rules
+
+_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in (
+        ("antipattern", r"\b(?:don'?t|do not|never)\b.{3,}\bagain\b"),
+        ("antipattern", r"\b(?:avoid|stop)\b.{3,}\bbecause\b"),
+        (
+            "decision",
+            r"\b(?:we|i)(?:'ve| have)? (?:decided|agreed|settled on|chose|chosen)\b"
+            r"|\blet'?s go with\b|\bwe(?:'ll| will) go with\b|\bdecision:",
+        ),
+        ("decision", r"\binstead of\b.{3,}\bbecause\b"),
+        (
+            "preference",
+            r"\b(?:i|we) (?:prefer|always want|never want|like to)\b|\bprefer\b.{3,}\bover\b",
+        ),
+        ("preference", r"^(?:please )?(?:always|never)\b"),
+        ("observation", r"\b(?:it )?turns out\b|\bthe root cause\b|\broot cause (?:was|is)\b"),
+    )
+)
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
+_LABEL_RE = re.compile(r"^(?:User|Assistant|Speaker): ")
+
+
+def rule_candidates(chunk: str) -> list[Candidate]:
+    """Memories the phrase rules find in ``chunk`` (one per matching sentence)."""
+    found: list[Candidate] = []
+    for sentence in _SENTENCE_RE.split(FENCE_RE.sub("\n", chunk)):
+        text = BULLET_RE.sub("", _LABEL_RE.sub("", sentence.strip())).strip()
+        if not MIN_CHARS <= len(text) <= MAX_CHARS or text.endswith("?"):
+            continue
+        for kind, pattern in _RULES:
+            if pattern.search(text):
+                found.append(Candidate(kind, text))
+                break
+    return found
+
+
+# --------------------------------------------------------------------------- LLM
+
+
+def _related_notes(config: Config, chunk: str) -> list[dict[str, str]]:
+    """Notes the chunk may be about (BM25), so the model can name one it replaces."""
+    from vaultmem.retrieval.search import lexical_hits
+
+    try:
+        hits = lexical_hits(config, chunk[:2000], limit=NOTES_IN_PROMPT)
+    except IndexStateError:
+        return []
+    return [{"title": h.title, "path": h.path, "type": h.type} for h in hits]
+
+
+def llm_candidates(config: Config, llm: LLMClient, chunk: str) -> list[Candidate]:
+    """Memories the model finds in ``chunk``; raises EndpointError / JSONReplyError."""
+    from vaultmem.inference.llm import parse_json_reply
+    from vaultmem.prompts import render
+
+    prompt = render(
+        config,
+        TEMPLATE,
+        transcript=chunk,
+        notes=_related_notes(config, chunk),
+        kinds=KINDS,
+        max_items=MAX_PER_CHUNK,
+    )
+    reply = llm.chat([{"role": "user", "content": prompt}], json_mode=True, schema=EXTRACT_SCHEMA)
+    data = parse_json_reply(reply, expect=dict)
+    items = data.get("memories")
+    return [c for c in map(_candidate, items if isinstance(items, list) else []) if c]
+
+
+def _candidate(item: Any) -> Candidate | None:
+    """A model's memory item, checked; None when it is unusable."""
+    if not isinstance(item, dict):
+        return None
+    kind = str(item.get("type") or "").strip().lower()
+    text = item.get("text")
+    if kind not in KINDS or not isinstance(text, str) or len(text.strip()) < MIN_CHARS // 2:
+        return None
+    title = item.get("title")
+    title = " ".join(title.split())[:120] if isinstance(title, str) and title.strip() else None
+    old = item.get("supersedes")
+    old = old.strip().strip("[]").split("|")[0].strip() if isinstance(old, str) else ""
+    return Candidate(
+        kind, text.strip(), title, old if old.lower() not in ("", "none", "null") else None
+    )
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def capture_lock(config: Config, what: str) -> Any:
+    """The lock `extract` and `handoff` runs hold, so two hooks never interleave on a
+    transcript (the vault's writer lock is taken per note, inside `remember`)."""
+    from vaultmem.vault import vault_lock
+
+    # A detached hook run may wait for one that is talking to a slow model.
+    return vault_lock(
+        config.cache_dir, timeout=max(config.lock_timeout, 300.0), what=what, name="capture.lock"
+    )
+
+
+def _supersedes(config: Config, name: str | None) -> str | None:
+    """The vault path of the note ``name`` means, through the one path gate; None when
+    it names no single writable note (a model's guess is never trusted further)."""
+    from vaultmem.lookup import resolve
+
+    if not name:
+        return None
+    try:
+        return resolve(config, name, write=True)
+    except VaultmemError:
+        return None
+
+
+def _remember(
+    config: Config, found: Candidate, now: datetime, embedder: Embedder | None
+) -> Extracted | None:
+    from vaultmem.memory.remember import remember
+
+    clean = replace(
+        found,
+        text=redact(found.text),
+        title=redact(found.title) if found.title else None,
+    )
+    old = _supersedes(config, clean.supersedes)
+    try:
+        done = remember(
+            config,
+            clean.text,
+            now=now,
+            title=clean.title,
+            note_type=clean.type,
+            tags=[TAG],
+            supersedes=old,
+            embedder=embedder,
+        )
+    except ValueError:
+        return None  # nothing left to remember once redacted
+    return Extracted(
+        clean,
+        done.path,
+        done.created,
+        done.duplicate_of,
+        tuple(n.path for n in done.refines),
+        done.supersedes,
+    )
+
+
+class _Reader:
+    """The entries after ``start``, remembering how far it got."""
+
+    def __init__(self, path: Path, start: int) -> None:
+        self.path, self.end, self.count = path, start, 0
+        self.last_uuid: str | None = None
+        self._start = start
+
+    def __iter__(self) -> Iterator[Entry]:
+        for entry in read_entries(self.path, self._start):
+            self.count += 1
+            self.end = entry.end
+            self.last_uuid = entry.uuid or self.last_uuid
+            yield entry
+
+
+def extract_transcript(
+    config: Config,
+    path: Path,
+    *,
+    llm: LLMClient | None,
+    now: datetime,
+    dry_run: bool = False,
+    embedder: Embedder | None = None,
+) -> ExtractReport:
+    """Extract memories from the part of transcript ``path`` not processed yet.
+
+    ``llm`` None uses the phrase rules; an endpoint failure switches to them for the
+    rest of the run (listed in ``warnings``). ``dry_run`` writes nothing (no notes, no
+    state). Raises OSError when the transcript cannot be read.
+
+    Example:
+        >>> extract_transcript(config, Path("session.jsonl"), llm=None, now=now)  # doctest: +SKIP
+    """
+    from vaultmem.inference.llm import JSONReplyError
+
+    with capture_lock(config, "extract"):
+        state = load_state(config.cache_dir, path)
+        reader = _Reader(path, state.offset)
+        done: list[Extracted] = []
+        warnings: list[str] = []
+        modes: set[str] = set()
+        seen: set[str] = set()
+        count = 0
+        for chunk in chunks(reader):
+            count += 1
+            found: Sequence[Candidate]
+            if llm is not None:
+                try:
+                    found = llm_candidates(config, llm, chunk)
+                    modes.add("llm")
+                except (EndpointError, JSONReplyError) as exc:
+                    warnings.append(f"chunk {count}: {exc}; phrase rules used instead")
+                    if isinstance(exc, EndpointError):
+                        llm = None  # a dead endpoint is not asked again for every chunk
+                    found = rule_candidates(chunk)
+                    modes.add("rules")
+            else:
+                found = rule_candidates(chunk)
+                modes.add("rules")
+            done.extend(_keep(config, found, seen, now, embedder, dry_run))
+        report = ExtractReport(
+            transcript=str(path),
+            start=state.offset,
+            end=reader.end,
+            entries=reader.count,
+            chunks=count,
+            mode="+".join(sorted(modes, reverse=False)) or ("llm" if llm else "rules"),
+            memories=tuple(done),
+            dry_run=dry_run,
+            warnings=tuple(warnings),
+        )
+        if not dry_run:
+            _save(config, path, state, reader, done)
+    return report
+
+
+def _keep(
+    config: Config,
+    found: Sequence[Candidate],
+    seen: set[str],
+    now: datetime,
+    embedder: Embedder | None,
+    dry_run: bool,
+) -> Iterator[Extracted]:
+    """Remember each new candidate (once per run)."""
+    from vaultmem.memory.remember import content_key
+
+    for candidate in found:
+        key = content_key(candidate.text)
+        if not key or key in seen:
+            continue
+        seen.add(key)
+        if dry_run:
+            yield Extracted(replace(candidate, text=redact(candidate.text)))
+            continue
+        result = _remember(config, candidate, now, embedder)
+        if result is not None:
+            yield result
+
+
+def _save(
+    config: Config, path: Path, state: TranscriptState, reader: _Reader, done: list[Extracted]
+) -> None:
+    notes = [*state.notes, *(m.path for m in done if m.path and m.path not in state.notes)]
+    save_state(
+        config.cache_dir,
+        path,
+        replace(
+            state,
+            offset=reader.end,
+            prefix_sha256=prefix_hash(path, reader.end),
+            last_uuid=reader.last_uuid or state.last_uuid,
+            notes=tuple(dict.fromkeys(notes))[-MAX_STATE_NOTES:],
+        ),
+    )

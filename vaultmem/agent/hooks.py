@@ -1,0 +1,167 @@
+"""Claude Code's hook protocol: what each event gets back, and the detached capture job.
+
+Claude Code runs a hook command with the event as one JSON object on stdin
+(``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and, per event,
+``prompt``, ``source``, ``trigger``, ``custom_instructions``, ``reason``,
+``stop_hook_active``). On exit 0 it parses stdout as JSON; ``additionalContext`` under
+``hookSpecificOutput`` is added to the model's context. A hook that fails must never
+break the agent, so the CLI turns every failure into exit 0, no output and one log line.
+
+Only the standard library is imported here: ``hook prompt`` runs on every prompt, and
+the surfacing module it calls is imported when it is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from vaultmem.errors import VaultmemError
+
+LOG_NAME = "hooks.log"
+JOB_LOG_NAME = "hooks-jobs.log"
+SESSION_BRIEF_BUDGET = 2000
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    """One hook vaultmem answers: its CLI name, Claude Code's event name, and the timeout
+    (seconds) written into settings.json. ``installed`` is false for events vaultmem
+    answers when wired by hand but does not install."""
+
+    name: str
+    claude_event: str
+    timeout: int
+    installed: bool = True
+
+
+# A Stop hook that prints keeps the agent running, and vaultmem has nothing to do there,
+# so `hook stop` is a safe no-op that `hooks install` does not wire.
+EVENTS: tuple[HookEvent, ...] = (
+    HookEvent("prompt", "UserPromptSubmit", 8),
+    HookEvent("session-start", "SessionStart", 10),
+    HookEvent("pre-compact", "PreCompact", 10),
+    HookEvent("session-end", "SessionEnd", 5),
+    HookEvent("stop", "Stop", 5, installed=False),
+)
+EVENT_NAMES = tuple(event.name for event in EVENTS)
+
+
+class HookInputError(VaultmemError):
+    """The event on stdin is not a JSON object of the expected shape."""
+
+
+@dataclass(frozen=True)
+class HookPayload:
+    """The fields of a Claude Code hook event that vaultmem reads."""
+
+    hook_event_name: str
+    session_id: str | None = None
+    transcript_path: Path | None = None
+    cwd: Path | None = None
+    prompt: str = ""
+    source: str | None = None
+
+
+def parse_payload(raw: bytes) -> HookPayload:
+    """The event JSON from stdin; HookInputError when it is not an object of strings."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HookInputError(f"stdin is not a JSON event: {exc}") from None
+    if not isinstance(data, dict):
+        raise HookInputError(f"stdin is a JSON {type(data).__name__}, not an object")
+    transcript = _text(data, "transcript_path")
+    cwd = _text(data, "cwd")
+    return HookPayload(
+        hook_event_name=_text(data, "hook_event_name") or "",
+        session_id=_text(data, "session_id"),
+        transcript_path=Path(transcript).expanduser() if transcript else None,
+        cwd=Path(cwd).expanduser() if cwd else None,
+        prompt=_text(data, "prompt") or "",
+        source=_text(data, "source"),
+    )
+
+
+def _text(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise HookInputError(f"{key} is a JSON {type(value).__name__}, not a string")
+    return value
+
+
+def context_output(claude_event: str, context: str) -> str:
+    """What Claude Code reads on stdout: ``hookSpecificOutput.additionalContext``, or
+    nothing at all when there is no context (an empty object would still be parsed)."""
+    if not context.strip():
+        return ""
+    output = {"hookSpecificOutput": {"hookEventName": claude_event, "additionalContext": context}}
+    return json.dumps(output, ensure_ascii=False)
+
+
+def prompt_context(config: Any, payload: HookPayload, *, now: datetime) -> str:
+    """The surfacing block for a UserPromptSubmit prompt ("" when surfacing abstains)."""
+    from vaultmem.agent.surface import SurfaceRequest, surface
+
+    result = surface(config, SurfaceRequest(payload.prompt, session=payload.session_id), now=now)
+    return str(result.context)
+
+
+def session_context(config: Any, payload: HookPayload, *, now: datetime) -> str:
+    """The SessionStart brief for the project named by the session's working folder."""
+    from vaultmem.agent.surface import session_brief
+
+    project = payload.cwd.name if payload.cwd is not None and payload.cwd.name else None
+    brief = session_brief(config, project=project, budget=SESSION_BRIEF_BUDGET, now=now)
+    return str(brief)
+
+
+def capture_commands(python: str, root_args: list[str], transcript: Path) -> list[list[str]]:
+    """The commands the detached capture job runs in turn: ``extract``, then ``handoff``
+    (``root_args``: the global options naming the vault and cache)."""
+    base = [python, "-m", "vaultmem", *root_args]
+    return [[*base, "extract", str(transcript)], [*base, "handoff", str(transcript)]]
+
+
+def start_capture(commands: list[list[str]], job_log: Path) -> int:
+    """Start ``commands`` one after another in a detached process and return its pid.
+
+    The job gets its own session (Claude Code ending, or killing the hook's process
+    group at its timeout, does not end it), no stdin, and the job log for its output;
+    nobody waits for it, so the hook returns at once. ``;`` between the commands:
+    a handoff is still worth writing when extraction failed.
+    """
+    script = "; ".join(shlex.join(command) for command in commands)
+    job_log.parent.mkdir(parents=True, exist_ok=True)
+    with job_log.open("ab") as log:
+        job = subprocess.Popen(
+            ["/bin/sh", "-c", script],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return job.pid
+
+
+def log_line(log: Path, when: datetime, event: str, message: str) -> None:
+    """Append one line to the hook log (the message's newlines flattened)."""
+    flat = " ".join(message.split())
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        # One write of one line: appends from concurrent hooks do not interleave.
+        os.write(fd, f"{stamp} hook {event}: {flat}\n".encode())
+    finally:
+        os.close(fd)

@@ -1,0 +1,247 @@
+"""Claude Code integration: `hook EVENT` (its hook protocol), `hooks install|uninstall|status`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from vaultmem.cli import app, clock, load_config
+
+DRY_RUN = typer.Option(
+    False, "--dry-run", help="Print the diff of the settings file; write nothing."
+)
+SCOPE = typer.Option(
+    "user",
+    "--scope",
+    help="user: ~/.claude/settings.json; project: .claude/settings.json; "
+    "local: .claude/settings.local.json (both under the working folder).",
+)
+CLAUDE = typer.Option(False, "--claude", help="Claude Code's settings (the only agent today).")
+
+
+@app.command()
+def hook(
+    ctx: typer.Context,
+    event: str = typer.Argument(
+        ..., help="prompt, session-start, pre-compact, session-end or stop."
+    ),
+) -> None:
+    """Answer one Claude Code hook event, read as JSON on stdin.
+
+    prompt (UserPromptSubmit) prints the notes `surface` finds for the prompt as
+    additionalContext, or nothing; session-start (SessionStart) prints a brief of pinned
+    notes, the project's latest handoff and recent decisions; pre-compact and
+    session-end start `extract` and `handoff` on the transcript in a detached process
+    and return at once; stop prints nothing. The vault is --vault, else $VAULTMEM_VAULT,
+    else found upward from the event's cwd. It never breaks the agent: any failure exits
+    0 with no output and one line in <cache>/hooks.log (~/.cache/vaultmem/hooks.log when
+    there is no vault). `hooks install --claude` wires it into Claude Code.
+
+    Example:
+        echo '{"prompt": "how do we pool connections?"}' | vaultmem -V ~/notes hook prompt
+    """
+    from vaultmem.agent import hooks
+
+    log = _fallback_log()
+    now = datetime.now(UTC)
+    try:
+        now = clock()
+        raw = sys.stdin.buffer.read()
+        if event == "stop":
+            return  # a Stop hook that answers keeps the agent running
+        payload, bad_input = None, None
+        try:
+            payload = hooks.parse_payload(raw)
+        except hooks.HookInputError as exc:
+            bad_input = exc  # still find the vault first: the line belongs in its log
+        cwd = payload.cwd if payload and payload.cwd and payload.cwd.is_dir() else None
+        config = load_config(ctx, cwd=cwd)
+        log = config.cache_dir / hooks.LOG_NAME
+        if event not in hooks.EVENT_NAMES:
+            raise hooks.HookInputError(f"unknown event {event!r}")
+        if payload is None:
+            raise bad_input or hooks.HookInputError("no event on stdin")
+        output = _answer(ctx, event, config, payload, now, log)
+        if output:
+            typer.echo(output)
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
+        with contextlib.suppress(Exception):
+            hooks.log_line(log, now, event, f"failed: {type(exc).__name__}: {exc}")
+
+
+def _answer(
+    ctx: typer.Context, event: str, config: Any, payload: Any, now: datetime, log: Path
+) -> str:
+    """The hook's stdout for an event ("" for none), starting the capture job if due."""
+    from vaultmem.agent import hooks
+
+    if event == "prompt":
+        return hooks.context_output(
+            "UserPromptSubmit", hooks.prompt_context(config, payload, now=now)
+        )
+    if event == "session-start":
+        return hooks.context_output("SessionStart", hooks.session_context(config, payload, now=now))
+    transcript = payload.transcript_path
+    if transcript is None or not transcript.is_file():
+        hooks.log_line(log, now, event, f"no transcript to capture ({transcript})")
+        return ""
+    commands = hooks.capture_commands(sys.executable, _root_args(ctx, config), transcript)
+    pid = hooks.start_capture(commands, config.cache_dir / hooks.JOB_LOG_NAME)
+    hooks.log_line(log, now, event, f"started extract and handoff of {transcript} (pid {pid})")
+    return ""
+
+
+def _root_args(ctx: typer.Context, config: Any) -> list[str]:
+    """The global options the capture job needs to see the same vault and cache."""
+    obj = ctx.find_root().obj or {}
+    args = ["--vault", str(config.vault)]
+    if obj.get("cache_dir"):
+        args += ["--cache-dir", str(config.cache_dir)]
+    return args
+
+
+def _fallback_log() -> Path:
+    """Where a hook logs before (or without) a vault: the user's cache folder."""
+    from vaultmem.agent.hooks import LOG_NAME
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vaultmem" / LOG_NAME
+
+
+hooks_app = typer.Typer(
+    help=(
+        "Install, remove or inspect vaultmem's Claude Code hooks.\n\n"
+        "install merges handlers for UserPromptSubmit, SessionStart, PreCompact and "
+        "SessionEnd into a settings file, keeping every other key and hook; uninstall "
+        "removes only vaultmem's; status shows where they are.\n\n"
+        "Example:\n\n    vaultmem --vault ~/notes hooks install --claude --scope user"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(hooks_app, name="hooks")
+
+
+def _launcher() -> list[str]:
+    """How settings.json starts vaultmem: the `vaultmem` script on PATH, else this Python."""
+    found = shutil.which("vaultmem")
+    return [os.path.abspath(found)] if found else [sys.executable, "-m", "vaultmem"]
+
+
+def _path(scope: str) -> Path:
+    from vaultmem.agent.claude_settings import settings_path
+
+    return settings_path(scope, home=Path.home(), cwd=Path.cwd())
+
+
+def _write(change: Any, dry_run: bool, done: str) -> None:
+    """Show (--dry-run) or write a planned change, saying what happened in one line."""
+    from vaultmem.agent.claude_settings import apply
+
+    if not change.changed:
+        typer.echo(f"unchanged: {change.path}")
+    elif dry_run:
+        typer.echo(change.diff(), nl=False)
+    else:
+        backup = apply(change)
+        typer.echo(f"{done} {change.path}" + (f" (backup: {backup})" if backup else ""))
+
+
+@hooks_app.command()
+def install(
+    ctx: typer.Context,
+    claude: bool = CLAUDE,
+    scope: str = SCOPE,
+    dry_run: bool = DRY_RUN,
+    vault: str = typer.Option(
+        None, "--vault", help="The vault the hooks use (else the global one)."
+    ),
+) -> None:
+    """Merge vaultmem's hooks into Claude Code's settings for one scope.
+
+    Each handler runs `vaultmem --vault ABS_VAULT hook EVENT` with an explicit timeout
+    (prompt 8 s, session-start 10 s, pre-compact 10 s, session-end 5 s). Every other key
+    and every other tool's hooks are kept; running it again changes nothing; the file
+    is backed up to settings.json.vaultmem-backup before vaultmem first changes it.
+
+    Example:
+        vaultmem --vault ~/notes hooks install --claude --dry-run
+    """
+    from vaultmem.agent import claude_settings
+    from vaultmem.errors import ConfigError
+
+    if not claude:
+        raise ConfigError("name the agent: --claude (Claude Code is the only one today)")
+    if vault:
+        ctx.find_root().obj["vault"] = vault
+    target = load_config(ctx).vault
+    launcher = _launcher()
+
+    def command(event: str) -> str:
+        return claude_settings.hook_command(launcher, target, event)
+
+    change = claude_settings.plan(_path(scope), lambda s: claude_settings.with_vaultmem(s, command))
+    _write(change, dry_run, "installed vaultmem hooks in")
+
+
+@hooks_app.command()
+def uninstall(claude: bool = CLAUDE, scope: str = SCOPE, dry_run: bool = DRY_RUN) -> None:
+    """Remove vaultmem's hooks from one scope's Claude Code settings, and nothing else.
+
+    Handlers whose command runs `vaultmem … hook EVENT` go; a matcher group, event list
+    or "hooks" object left empty by that goes too; other keys and hooks stay as they are.
+
+    Example:
+        vaultmem hooks uninstall --claude --scope project
+    """
+    from vaultmem.agent import claude_settings
+
+    change = claude_settings.plan(_path(scope), claude_settings.without_vaultmem)
+    _write(change, dry_run, "removed vaultmem hooks from")
+
+
+@hooks_app.command()
+def status(claude: bool = CLAUDE) -> None:
+    """Say which Claude Code scopes have vaultmem hooks and whether their command runs.
+
+    One line per scope: the settings file, the events wired to vaultmem, and whether the
+    executable and the vault in the command exist.
+
+    Example:
+        vaultmem hooks status
+    """
+    from vaultmem.agent import claude_settings
+    from vaultmem.errors import ConfigError
+
+    for scope in claude_settings.SCOPES:
+        path = _path(scope)
+        try:
+            text, settings = claude_settings.read_settings(path)
+        except ConfigError as exc:
+            typer.echo(f"{scope}: {exc}")
+            continue
+        ours = claude_settings.installed(settings)
+        if text is None or not ours:
+            typer.echo(f"{scope}: {path}: {'no vaultmem hooks' if text is not None else 'no file'}")
+            continue
+        checks = sorted({_check(command) for command in ours.values()})
+        typer.echo(f"{scope}: {path}: {', '.join(ours)}; {'; '.join(checks)}")
+
+
+def _check(command: str) -> str:
+    """Whether a hook command's executable and vault exist, in words."""
+    words = shlex.split(command)
+    runs = shutil.which(words[0]) is not None
+    vault = next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--vault", "-V")), None)
+    problems = [] if runs else [f"{words[0]} not found"]
+    if vault is not None and not Path(vault).is_dir():
+        problems.append(f"vault {vault} missing")
+    return f"BROKEN ({', '.join(problems)})" if problems else f"ok ({words[0]}, vault {vault})"
