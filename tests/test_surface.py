@@ -187,3 +187,11 @@ def test_session_brief_has_pins_the_latest_handoff_and_decisions(scli: Cli) -> N
     assert brief == session_brief(config, project="harbor", now=now)  # deterministic
     short = session_brief(config, project="harbor", budget=80, now=now)
     assert len(short) / 4 <= 80 and "Harbor.md" in short
+
+
+def test_a_rare_prompt_word_does_not_push_out_the_topic_note(scli: Cli) -> None:
+    # "pick" is rare in the vault: a note holding it (and "redis") covers more of the
+    # prompt than the note titled "Redis for caching". The floor decides whether to speak,
+    # retrieval which notes: the decision must be surfaced, and first.
+    out = surfaced(scli, "why did we pick redis for caching")
+    assert paths(out)[0] == "decisions/Redis for caching.md"

@@ -572,20 +572,29 @@ def select(
     cosine_floor: float = COSINE_FLOOR,
     seen: Iterable[str] = (),
 ) -> list[Candidate]:
-    """The candidates clearly relevant: the best above ``floor``, the rest near it.
+    """The candidates clearly relevant: nothing unless one clears ``floor``, then those near it.
 
-    Retrieval order is kept; a note is dropped when its coverage is below the floor or
-    below ``cutoff`` times the best coverage, or when the session has already seen it.
-    A vector similarity of at least ``cosine_floor`` also qualifies a note (a paraphrase
-    shares meaning, not words).
+    The floor decides *whether* to speak: unless some note covers the prompt that well
+    (or a vector similarity reaches ``cosine_floor``: a paraphrase shares meaning, not
+    words), nothing is shown. Which notes are shown is then retrieval's call, in its
+    order: every note with at least ``cutoff`` times the best coverage, or the cosine.
+    The floor is not applied to each note, because coverage only counts which prompt
+    words a note holds: a note that happens to hold one rare word ("pick") would
+    otherwise push out the one titled with the prompt's topic. Notes the session has
+    already seen are skipped.
     """
     skip = set(seen)
     fresh = [c for c in found if c.hit.path not in skip]
     if not fresh:
         return []
     best = max(c.coverage for c in fresh)
-    bar = max(floor, best * cutoff)
-    return [c for c in fresh if c.coverage >= bar or (c.cosine or 0.0) >= cosine_floor]
+
+    def vector_match(c: Candidate) -> bool:
+        return (c.cosine or 0.0) >= cosine_floor
+
+    if best < floor and not any(vector_match(c) for c in fresh):
+        return []
+    return [c for c in fresh if c.coverage >= best * cutoff or vector_match(c)]
 
 
 # --- the block ---------------------------------------------------------------------------
