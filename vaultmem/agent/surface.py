@@ -519,11 +519,7 @@ def _excluded(entry: Any, now: datetime) -> bool:
     from vaultmem.memory.state import note_memory
 
     memory = note_memory("", entry)
-    if memory.pinned:
-        return False
-    if memory.status in ("forgotten", "archived", "superseded") or memory.superseded_by:
-        return True
-    return memory.snoozed_until is not None and memory.snoozed_until > now
+    return not memory.pinned and (memory.retired or memory.snoozed(now))
 
 
 def candidates(

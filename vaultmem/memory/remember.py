@@ -42,6 +42,7 @@ from vaultmem.indexer import refresh_paths
 from vaultmem.inference.base import Embedder
 from vaultmem.lookup import note_names
 from vaultmem.memory.notes import Reinforced, reinforce_locked
+from vaultmem.memory.state import RETIRED_STATUSES
 from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
 from vaultmem.note import Note, read_note
 from vaultmem.prompts import render_note
@@ -75,7 +76,6 @@ SHINGLE_WORDS = 3
 LEXICAL_CANDIDATES = 10
 SLUG_MAX = 60
 SLUG_WORDS = 8  # a file name from the text uses its first words, not a whole paragraph
-NOT_CANDIDATES = frozenset({"forgotten", "archived", "superseded"})
 
 _H1_RE = re.compile(r"^ {0,3}#[ \t]+\S")
 _EDGE_PUNCT_RE = re.compile(r"^[\W_]+|[\W_]+$")
@@ -164,7 +164,7 @@ def find_duplicates(config: Config, text: str, folder: str) -> _Duplicates:
     near: list[NearDuplicate] = []
     for path in dict.fromkeys(_candidate_paths(config, text, folder)):
         note = _read(config, path)
-        if note is None or note.status in NOT_CANDIDATES:
+        if note is None or note.status in RETIRED_STATUSES:
             continue
         theirs = content_key(note.body)
         if theirs == key:
@@ -195,7 +195,7 @@ def vector_duplicates(
     return [
         NearDuplicate(h.path, round(h.score, 4), "cosine")
         for h in hits
-        if h.score >= NEAR_COSINE and h.path not in seen and h.status not in NOT_CANDIDATES
+        if h.score >= NEAR_COSINE and h.path not in seen and h.status not in RETIRED_STATUSES
     ]
 
 

@@ -24,6 +24,10 @@ __all__ = ["NoteMemory", "as_float", "as_int", "link_targets", "note_memory", "p
 DEFAULT_CONFIDENCE = 0.5
 
 
+# Statuses of notes that stay on disk but are no longer live memories.
+RETIRED_STATUSES = frozenset({"forgotten", "archived", "superseded"})
+
+
 @dataclass(frozen=True)
 class NoteMemory:
     """Everything the memory features know about one note."""
@@ -39,6 +43,15 @@ class NoteMemory:
     tags: tuple[str, ...]
     superseded_by: tuple[str, ...]
     state: MemoryState
+
+    @property
+    def retired(self) -> bool:
+        """Forgotten, archived or superseded: kept on disk, out of memory's way."""
+        return self.status in RETIRED_STATUSES or bool(self.superseded_by)
+
+    def snoozed(self, now: datetime) -> bool:
+        """Whether the note is hidden from surfacing and review at ``now``."""
+        return self.snoozed_until is not None and self.snoozed_until > now
 
 
 def parse_time(value: Any) -> datetime | None:

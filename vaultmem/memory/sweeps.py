@@ -200,7 +200,7 @@ def review_queue_from(
         memory = note_memory(path, entry)
         if memory.status not in REVIEWABLE_STATUSES:
             continue
-        if memory.snoozed_until is not None and memory.snoozed_until > at:
+        if memory.snoozed(at):
             continue
         score = decay_score(memory.state, at)
         priority = review_priority(score)

@@ -115,7 +115,7 @@ def _below_successors(order: list[Ranked], memories: Mapping[str, NoteMemory]) -
 def _in_danger_zone(memory: NoteMemory | None, now: datetime) -> float:
     if memory is None or memory.status not in ("active", "promoted"):
         return 0.0
-    if memory.snoozed_until is not None and memory.snoozed_until > now:
+    if memory.snoozed(now):
         return 0.0
     return scores.review_priority(scores.decay_score(memory.state, now))
 
