@@ -51,7 +51,7 @@ def _passes(
     cfg: vconfig.Config, prompts: list[str], vectors: bool
 ) -> list[tuple[sf.Gate, list[sf.Candidate]]]:
     index = LexicalIndex.open(cfg.cache_dir)
-    backends = sf.backends(cfg, vectors)
+    backends = sf.cheap_backends(cfg, vectors)
     now = datetime.now(UTC)
     out = []
     for prompt in prompts:

@@ -34,7 +34,7 @@ from vaultmem.frontmatter import (
     split,
 )
 from vaultmem.index import manifest as mf
-from vaultmem.memory.state import note_memory
+from vaultmem.memory_state import note_memory
 from vaultmem.note import parse_note
 
 BOM = b"\xef\xbb\xbf"

@@ -24,8 +24,8 @@ from conftest import Cli
 from vaultmem.config import build
 from vaultmem.frontmatter import parse_meta
 from vaultmem.indexer import index_vault
-from vaultmem.memory.state import as_float, as_int
 from vaultmem.memory.writeback import edit_notes
+from vaultmem.memory_state import as_float, as_int
 from vaultmem.scores import (
     FORGET_THRESHOLD,
     PROMOTE_THRESHOLD,

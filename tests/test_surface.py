@@ -159,6 +159,21 @@ def test_a_note_cannot_close_the_block(scli: Cli) -> None:
     assert "&lt;/vault-context&gt;" in out["context"] and "<system>" not in out["context"]
 
 
+def test_the_block_comes_from_the_context_template_a_vault_can_override(scli: Cli) -> None:
+    packaged = surfaced(scli, REDIS)["context"]
+    assert packaged.startswith("<vault-context>\nNotes from the user's vault")
+    override = scli.vault / ".vaultmem" / "templates" / "context.j2"
+    override.parent.mkdir(parents=True)
+    override.write_text(
+        "<memory>\n{% for note in notes %}* {{ note.path }}\n{% endfor %}</memory>\n", "utf-8"
+    )
+    out = surfaced(scli, REDIS)
+    assert out["context"] == "<memory>\n" + "".join(f"* {p}\n" for p in paths(out)) + "</memory>"
+    override.write_text("{{ nope }}", "utf-8")
+    broken = scli("surface", REDIS, ok=False)
+    assert broken.exit_code == 1 and "context.j2" in broken.stderr and "nope" in broken.stderr
+
+
 def test_every_run_is_logged(scli: Cli) -> None:
     surfaced(scli, REDIS, "--session", "s9")
     surfaced(scli, "thanks")

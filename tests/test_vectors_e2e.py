@@ -35,7 +35,7 @@ from conftest import EXAMPLE_VAULT, Cli
 from fake_openai_server import FakeOpenAIServer, fake_embedding
 
 from vaultmem import config as vm_config
-from vaultmem.embedding import fragment_map, note_fragments, read_record, record_path
+from vaultmem.index.records import fragment_map, note_fragments, read_record, record_path
 from vaultmem.index.vectors import ChromaConfig, VectorStore
 from vaultmem.note import parse_note
 

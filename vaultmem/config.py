@@ -482,6 +482,45 @@ def load(
     Example:
         >>> load(vault_flag="example-vault", env={}, cwd=Path("."))  # doctest: +SKIP
     """
+    vault, layered, warnings = _layers(vault_flag, env, cwd, overrides)
+    return build(vault, layered, warnings)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What loading the configuration gave `doctor`: the config, or why there is none."""
+
+    config: Config | None
+    warnings: tuple[str, ...] = ()  # unknown keys, found even when a value is invalid
+    error: str = ""
+
+
+def check(
+    *,
+    vault_flag: str | None,
+    env: Mapping[str, str],
+    cwd: Path,
+    overrides: Mapping[str, Any] | None = None,
+) -> Checked:
+    """:func:`load` that returns a ConfigError as ``error`` instead of raising it, with the
+    unknown-key warnings of the files that did parse (for `doctor`)."""
+    try:
+        vault, layered, warnings = _layers(vault_flag, env, cwd, overrides)
+    except ConfigError as exc:
+        return Checked(None, (), str(exc))
+    try:
+        return Checked(build(vault, layered, warnings), tuple(warnings))
+    except ConfigError as exc:
+        return Checked(None, tuple(warnings), str(exc))
+
+
+def _layers(
+    vault_flag: str | None,
+    env: Mapping[str, str],
+    cwd: Path,
+    overrides: Mapping[str, Any] | None,
+) -> tuple[Path, dict[str, Any], list[str]]:
+    """The vault, every layer merged (not yet validated), and the unknown-key warnings."""
     user_path = user_config_path(env)
     user = read_toml(user_path)
     vault = resolve_vault(vault_flag, env, cwd, user)
@@ -498,4 +537,4 @@ def load(
     layered = _merge(layered, flags)
     if not layered.get("embedder") and layered.get("embed", {}).get("url"):
         layered["embedder"] = "endpoint"
-    return build(vault, layered, warnings)
+    return vault, layered, warnings

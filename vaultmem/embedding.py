@@ -12,13 +12,9 @@ rebuilt from the vault (and the vector store from the notes), and the report say
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,8 +22,23 @@ from typing import TYPE_CHECKING
 from vaultmem.atomic import atomic_write
 from vaultmem.config import Config
 from vaultmem.errors import EndpointError, IndexStateError, NoteError
-from vaultmem.fragments import Fragment, fragments
 from vaultmem.index import manifest as mf
+from vaultmem.index.records import (
+    CHROMA_DIR,
+    RECORDS_DIR,
+    STORE_MARK,
+    FragmentCache,
+    FragmentRef,
+    append_record,
+    fragment_map,
+    note_fragments,
+    parse_record,
+    record_path,
+    recorded_models,
+    store_id,
+    store_looks_sound,
+    write_record,
+)
 from vaultmem.inference.base import Embedder
 from vaultmem.note import Note, parse_note
 from vaultmem.vault import vault_lock
@@ -36,186 +47,10 @@ if TYPE_CHECKING:
     from vaultmem.index.vectors import VectorStore
 
 Progress = Callable[[int, int], None]
-FRAGMENTS_FILE = "fragments.json"
-RECORDS_DIR = "vectors"
-CHROMA_DIR = "chroma"
-# Written into the embedded store when vaultmem creates it, and into each vector record:
-# a record names the store it describes, so one of a deleted or replaced store is void.
-STORE_MARK = "vaultmem-store.id"
-_FRAGMENT_ID = re.compile(r"[0-9a-f]{40}")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _STORE_VOID = "the vector store was missing, replaced or damaged"
 # Vectors are stored after every chunk: a killed sweep loses at most one chunk of work
 # (64 fragments: seconds locally, one or two requests to an endpoint).
 CHUNK = 64
-
-
-@dataclass(frozen=True)
-class FragmentRef:
-    """Where one fragment of a note lies; its vector is keyed by ``hash``."""
-
-    hash: str
-    start_line: int
-    end_line: int
-    heading: str = ""
-
-
-def note_fragments(note: Note, max_chars: int) -> list[Fragment]:
-    """The embeddable fragments of a note.
-
-    A title taken from the file name is left out of the text, so renaming such a note
-    does not change its fragments (and does not re-embed it).
-    """
-    title = "" if note.title_source == "file" else note.title
-    return fragments(
-        note.body, title=title, body_start_line=note.body_start_line, max_chars=max_chars
-    )
-
-
-class FragmentCache:
-    """``{max_chars:content_hash: [fragment refs]}`` for every note the sweep has seen."""
-
-    def __init__(
-        self,
-        path: Path,
-        max_chars: int,
-        data: dict[str, list[list[object]]],
-        damaged: str = "",
-    ) -> None:
-        self.path = path
-        self.max_chars = max_chars
-        self._data = data
-        self.damaged = damaged  # why the file on disk was unusable ("" when it was fine)
-
-    @classmethod
-    def load(cls, cache_dir: Path, max_chars: int) -> FragmentCache:
-        """Read the cache (empty when missing or unreadable: it is only a cache)."""
-        path = cache_dir / FRAGMENTS_FILE
-        try:
-            data = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            return cls(path, max_chars, {})
-        except (OSError, ValueError) as exc:
-            return cls(path, max_chars, {}, f"{FRAGMENTS_FILE} was unreadable ({exc})")
-        if not isinstance(data, dict):
-            return cls(path, max_chars, {}, f"{FRAGMENTS_FILE} was not a fragment cache")
-        return cls(path, max_chars, data)
-
-    def _key(self, content_hash: str) -> str:
-        return f"{self.max_chars}:{content_hash}"
-
-    def get(self, content_hash: str) -> list[FragmentRef] | None:
-        """The fragments of a note with this content, if known."""
-        rows = self._data.get(self._key(content_hash))
-        if rows is None:
-            return None
-        try:
-            return [FragmentRef(str(r[0]), int(r[1]), int(r[2]), str(r[3])) for r in rows]  # type: ignore[call-overload]
-        except (TypeError, ValueError, IndexError, KeyError):
-            return None  # a damaged row: the note is split again
-
-    def put(self, content_hash: str, frags: Iterable[Fragment]) -> list[FragmentRef]:
-        """Remember a note's fragments; returns their refs."""
-        refs = [
-            FragmentRef(f.hash, f.start_line, f.end_line, " > ".join(f.heading_path)) for f in frags
-        ]
-        self._data[self._key(content_hash)] = [
-            [r.hash, r.start_line, r.end_line, r.heading] for r in refs
-        ]
-        return refs
-
-    def prune(self, content_hashes: Iterable[str]) -> None:
-        """Forget notes (of this fragment size) that no longer exist."""
-        keep = {self._key(h) for h in content_hashes}
-        prefix = f"{self.max_chars}:"
-        self._data = {k: v for k, v in self._data.items() if not k.startswith(prefix) or k in keep}
-
-    def save(self) -> None:
-        """Write the cache atomically."""
-        atomic_write(self.path, json.dumps(self._data, separators=(",", ":")).encode())
-
-
-def record_path(cache_dir: Path, model_id: str) -> Path:
-    """The file listing the vector ids known to be stored for ``model_id``."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip("-")[:60]
-    digest = hashlib.sha1(model_id.encode()).hexdigest()[:8]
-    return cache_dir / RECORDS_DIR / f"{slug}-{digest}.ids"
-
-
-def read_record(path: Path) -> set[str]:
-    """Ids recorded as stored (empty when there is no record or it is damaged)."""
-    return _parse_record(path)[0]
-
-
-def _parse_record(path: Path) -> tuple[set[str], str, str]:
-    """(ids, the store id it describes, why it is void: "" when sound)."""
-    try:
-        lines = path.read_bytes().decode("ascii").split("\n")
-    except FileNotFoundError:
-        return set(), "", ""
-    except (OSError, ValueError) as exc:
-        return set(), "", f"vector record {path.name} was unreadable ({exc})"
-    ids, store = set(), ""
-    for line in lines[:-1] if lines and not lines[-1] else lines:
-        if line.startswith("# store "):
-            store = line[len("# store ") :].strip()
-        elif not line.startswith("#") and not _FRAGMENT_ID.fullmatch(line):
-            return set(), "", f"vector record {path.name} was damaged"
-        elif not line.startswith("#"):
-            ids.add(line)
-    return ids, store, ""
-
-
-def write_record(path: Path, model_id: str, ids: Iterable[str], store: str = "") -> None:
-    """Replace the record (first line names the model, for `status`; then the store)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    body = "".join(f"{i}\n" for i in sorted(ids))
-    head = f"# {model_id}\n" + (f"# store {store}\n" if store else "")
-    atomic_write(path, f"{head}{body}".encode("ascii", "replace"))
-
-
-def store_id(cache_dir: Path) -> str:
-    """The id vaultmem wrote into its embedded store ("" when it has none)."""
-    try:
-        text = (cache_dir / CHROMA_DIR / STORE_MARK).read_bytes().decode("ascii").strip()
-    except (OSError, ValueError):
-        return ""
-    return text if re.fullmatch(r"[0-9a-f]{16}", text) else ""
-
-
-def _store_looks_sound(cache_dir: Path) -> bool:
-    """A cheap look at the embedded store's database (no chromadb import)."""
-    db = cache_dir / CHROMA_DIR / "chroma.sqlite3"
-    try:
-        with db.open("rb") as fh:
-            header = fh.read(100)
-        size = db.stat().st_size
-    except OSError:
-        return False
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
-        return False
-    page = int.from_bytes(header[16:18], "big") or 65536
-    return size >= page * int.from_bytes(header[28:32], "big")
-
-
-def recorded_models(cache_dir: Path) -> list[str]:
-    """Every model id that has a vector record in this cache."""
-    out = []
-    for path in sorted((cache_dir / RECORDS_DIR).glob("*.ids")):
-        with path.open(encoding="ascii", errors="replace") as fh:
-            first = fh.readline()
-        if first.startswith("# "):
-            out.append(first[2:].strip())
-    return out
-
-
-def _append_record(path: Path, model_id: str, ids: Iterable[str], store: str) -> None:
-    if not path.exists():
-        write_record(path, model_id, (), store)
-    with path.open("a", encoding="ascii") as fh:
-        fh.write("".join(f"{i}\n" for i in ids))
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 @dataclass(frozen=True)
@@ -349,7 +184,7 @@ def embed_vault(
         wanted = plan.wanted()
         record = record_path(cache_dir, embedder.model_id)
         first_sweep = not record.exists()
-        known, recorded_store, record_problem = _parse_record(record)
+        known, recorded_store, record_problem = parse_record(record)
         healed = [why for why in (frag_cache.damaged, record_problem) if why]
         if not config.chroma.host and not _record_holds(cache_dir, recorded_store):
             if known and recorded_store:
@@ -384,7 +219,7 @@ def _record_holds(cache_dir: Path, recorded_store: str) -> bool:
     return (
         bool(recorded_store)
         and recorded_store == store_id(cache_dir)
-        and (_store_looks_sound(cache_dir))
+        and (store_looks_sound(cache_dir))
     )
 
 
@@ -416,7 +251,7 @@ def _sweep(
             vectors = embedder.embed([text for _, text in part])
             ids = [h for h, _ in part]
             store.upsert(ids, vectors)
-            _append_record(record, embedder.model_id, ids, mark)
+            append_record(record, embedder.model_id, ids, mark)
             done += len(part)
             if progress is not None:
                 progress(done, len(todo))
@@ -478,41 +313,89 @@ def _mark_store(cache_dir: Path) -> str:
     return made
 
 
-def fragment_map(
-    config: Config, max_chars: int, manifest: mf.Manifest | None = None
-) -> dict[str, list[tuple[str, FragmentRef]]]:
-    """fragment hash → [(note path, ref)] for every indexed note with known fragments.
+# -- health, for `doctor` -----------------------------------------------------------------
 
-    Pass ``manifest`` when the caller has already loaded it.
+
+@dataclass(frozen=True)
+class VectorCheck:
+    """One collection of the vector store, compared with the indexed notes (for `doctor`).
+
+    Only the configured model's collection (``current``) is compared: another model's
+    vectors are kept apart on purpose (switching back costs nothing) and never pruned.
     """
-    manifest = manifest if manifest is not None else mf.load(config.cache_dir)
-    cache = FragmentCache.load(config.cache_dir, max_chars)
-    out: dict[str, list[tuple[str, FragmentRef]]] = {}
-    for path, entry in manifest.entries.items():
-        for ref in cache.get(entry.hash) or ():
-            out.setdefault(ref.hash, []).append((path, ref))
+
+    model: str
+    dimension: int
+    stored: int
+    current: bool
+    orphans: int = 0  # stored vectors that no indexed fragment owns
+    missing: int = 0  # fragments of indexed notes without a vector
+    unrecorded: int = 0  # listed as stored by the record but absent: no sweep would add them
+
+
+def check_vectors(config: Config, model_id: str | None, max_chars: int) -> list[VectorCheck]:
+    """Every vaultmem collection in the store; ``model_id``'s compared with the notes.
+
+    Opens Chroma, never a model. Raises IndexStateError (EndpointError for a server)
+    when the store cannot be read.
+    """
+    from vaultmem.index.vectors import VectorStore, stored_models
+
+    wanted = set(fragment_map(config, max_chars)) if model_id else set()
+    out = []
+    for model, dim, count in stored_models(config.cache_dir, config.chroma):
+        if model != model_id:
+            out.append(VectorCheck(model, dim, count, current=False))
+            continue
+        with VectorStore.open(config.cache_dir, model, dim, config.chroma) as store:
+            ids = store.ids()
+        lost = _unrecorded(config, model, ids)[0]
+        out.append(
+            VectorCheck(model, dim, len(ids), True, len(ids - wanted), len(wanted - ids), len(lost))
+        )
     return out
 
 
-def coverage(
-    config: Config, model_id: str, max_chars: int, hashes: Mapping[str, str] | None = None
-) -> Mapping[str, int]:
-    """Fragments embedded for ``model_id`` out of those known, and notes not yet split.
+def _unrecorded(config: Config, model_id: str, ids: set[str]) -> tuple[set[str], set[str], str]:
+    """(ids the record lists that ``ids`` lacks, the record's ids, its store mark).
 
-    ``hashes`` is path → content hash of the indexed notes (read from the manifest when
-    not given). Reads only vaultmem's own files (no Chroma, no model): cheap enough for
-    `status`.
+    Only a record the sweep trusts matters: it skips what the record lists.
     """
-    if hashes is None:
-        hashes = {p: e.hash for p, e in mf.load(config.cache_dir).entries.items()}
-    cache = FragmentCache.load(config.cache_dir, max_chars)
-    wanted: set[str] = set()
-    unsplit = 0
-    for content in hashes.values():
-        refs = cache.get(content)
-        if refs is None:
-            unsplit += 1
-        else:
-            wanted.update(r.hash for r in refs)
-    stored = read_record(record_path(config.cache_dir, model_id))
-    return {"embedded": len(wanted & stored), "fragments": len(wanted), "unsplit_notes": unsplit}
+    known, mark, _ = parse_record(record_path(config.cache_dir, model_id))
+    if config.chroma.host or not _record_holds(config.cache_dir, mark):
+        return set(), known, mark
+    return known - ids, known, mark
+
+
+def prune_vectors(config: Config, model_id: str, max_chars: int) -> tuple[int, int]:
+    """Drop ``model_id``'s vectors that no indexed fragment owns, and strike from its record
+    the ids the store lacks (so the next `embed` adds them). Never embeds.
+
+    Takes the embed lock without waiting (LockBusy while a sweep runs). Returns
+    (vectors dropped, record ids struck).
+    """
+    from vaultmem.index.vectors import VectorStore, stored_models
+
+    dropped = struck = 0
+    with vault_lock(config.cache_dir, timeout=0, what="doctor", name="embed.lock"):
+        wanted = set(fragment_map(config, max_chars))
+        for model, dim, _ in stored_models(config.cache_dir, config.chroma):
+            if model != model_id:
+                continue
+            with VectorStore.open(config.cache_dir, model, dim, config.chroma) as store:
+                ids = store.ids()
+                orphans = ids - wanted
+                store.delete(orphans)
+            lost, known, mark = _unrecorded(config, model, ids - orphans)
+            if lost or known & orphans:
+                keep = known & (ids - orphans)
+                write_record(record_path(config.cache_dir, model), model, keep, mark)
+            dropped, struck = dropped + len(orphans), struck + len(lost)
+    return dropped, struck
+
+
+def discard_store(config: Config) -> None:
+    """Delete an embedded store that cannot be read, and its records, under the embed lock
+    (LockBusy while a sweep runs); the next `embed` rebuilds both from the notes."""
+    with vault_lock(config.cache_dir, timeout=0, what="doctor", name="embed.lock"):
+        _wipe_store(config.cache_dir)

@@ -11,11 +11,17 @@ exit 130 or 143; one that came while deferred is raised as the command starts. A
 after the command has finished changes nothing: its work is done. What is left is the
 interpreter's own start-up before this module runs (about 20 ms), where Python's default
 handlers apply.
+
+Before it imports the CLI, :func:`main` offers the command to the vault's running server
+(:mod:`vaultmem.client`, standard library only): with `vaultmem serve` up, `search`,
+`vsearch`, `query`, `surface` and `hook prompt` cost a socket round trip instead of the
+imports.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,11 +93,31 @@ def deferred() -> Iterator[None]:
 
 
 def main() -> None:
-    """Run the `vaultmem` command line."""
+    """Run the `vaultmem` command line: through the vault's server when one runs and the
+    command is one it answers (:mod:`vaultmem.client`), else in this process."""
     for sig in _SIGNALS:
         # An ignored signal (a background job's SIGINT, nohup) stays ignored.
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _defer)
+    code = _forwarded()
+    if code is not None:
+        sys.exit(code)
     from vaultmem.cli import run
 
     run()
+
+
+def _forwarded() -> int | None:
+    """The exit code of the command as the server ran it; None: run it here.
+
+    Waiting for the server may be interrupted like a command: one line, exit 130 or 143
+    (the server finishes a read-only request on its own and drops the answer).
+    """
+    from vaultmem.client import forward
+
+    try:
+        with interruptible():
+            return forward(sys.argv[1:])
+    except KeyboardInterrupt as exc:
+        sys.stderr.write("vaultmem: interrupted\n")
+        return 143 if isinstance(exc, Terminated) else 130

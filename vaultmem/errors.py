@@ -58,6 +58,13 @@ class TemplateError(VaultmemError):
     """A jinja2 template (packaged or a vault's override) is missing or does not render."""
 
 
+class RequestError(VaultmemError):
+    """A request a front end passed in is invalid (a bad mode, limit or type): the CLI
+    exits 2 as for any usage error, REST answers 422, MCP a tool error."""
+
+    exit_code = 2
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so `finally` blocks free locks, stop workers, drop temp files.
 

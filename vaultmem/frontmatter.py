@@ -29,13 +29,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import yaml
-
-from vaultmem.atomic import rewrite
 from vaultmem.errors import NoteError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "OWNED_KEYS",
@@ -79,12 +80,6 @@ _ORDER = {key: i for i, key in enumerate(OWNED_KEYS)}
 
 BOM = b"\xef\xbb\xbf"
 
-# The stock safe loaders: what decides whether a string may be written unquoted (a value
-# another YAML reader would take for a date must be quoted, even a bad one).
-_STRICT_LOADERS: tuple[Any, ...] = tuple(
-    dict.fromkeys((getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader))
-)
-
 
 def _lenient_timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
     """A timestamp, or its text when it names no real date (``2026-13-45``).
@@ -93,26 +88,41 @@ def _lenient_timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
     the whole note from the index; as text the note stays readable and the memory code
     reports the owned value that does not parse (:func:`owned_problem`).
     """
+    import yaml
+
     try:
         return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
     except (ValueError, OverflowError):
         return loader.construct_scalar(node)
 
 
-# libyaml is ~10x faster for the read path (indexing parses every note) and is also what
-# locates key extents; the pure-Python loader words error messages better.
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's safe loader with lenient timestamps."""
+class _Loaders(NamedTuple):
+    fast: Any
+    py: Any
+    strict: tuple[Any, ...]
 
 
-class _PyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with lenient timestamps."""
+@cache
+def _loaders() -> _Loaders:
+    """The YAML loader classes, made on first use: PyYAML is imported only by what reads
+    or writes frontmatter (a keyword search never does, and its start-up is measured)."""
+    import yaml
 
+    # libyaml is ~10x faster for the read path (indexing parses every note) and is also
+    # what locates key extents; the pure-Python loader words error messages better.
+    class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        """libyaml's safe loader with lenient timestamps."""
 
-for _loader in (_FastLoader, _PyLoader):
-    _loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
-_FAST_LOADER: Any = _FastLoader
-_PY_LOADER: Any = _PyLoader
+    class _PyLoader(yaml.SafeLoader):
+        """PyYAML's safe loader with lenient timestamps."""
+
+    for loader in (_FastLoader, _PyLoader):
+        loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
+    # The stock safe loaders: what decides whether a string may be written unquoted (a
+    # value another YAML reader would take for a date must be quoted, even a bad one).
+    strict = tuple(dict.fromkeys((getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader)))
+    return _Loaders(fast=_FastLoader, py=_PyLoader, strict=strict)
+
 
 # A fence line: '---' (or '...' to close) with optional trailing blanks, ended by a line
 # break of any style (YAML's own: LF, CRLF or a classic-Mac CR) or the end of the file.
@@ -266,6 +276,8 @@ def _loose_opening(parts: Parts) -> bool:
 
 def _yaml_problem(err: BaseException, text: str, yaml_line: int) -> str:
     """One line describing a YAML error, without PyYAML's multi-line mark dump."""
+    import yaml
+
     if isinstance(err, yaml.reader.ReaderError):
         char = err.character
         code = char if isinstance(char, int) else ord(str(char)[:1] or "?")
@@ -296,6 +308,8 @@ def _file_line(text: str, yaml_line: int, index: int) -> int:
 
 def _yaml_error_index(err: BaseException) -> int | None:
     """Character offset into the YAML text where ``err`` happened, when PyYAML knows it."""
+    import yaml
+
     if isinstance(err, yaml.reader.ReaderError):
         return int(err.position)
     if isinstance(err, yaml.MarkedYAMLError):
@@ -311,8 +325,10 @@ def _locate_bad_scalar(text: str) -> int | None:
     PyYAML raises a bare ``ValueError`` (no position) for timestamps such as
     ``2026-02-30``; composing the nodes and constructing each scalar finds the culprit.
     """
+    import yaml
+
     try:
-        root = yaml.compose(text, Loader=_PY_LOADER)
+        root = yaml.compose(text, Loader=_loaders().py)
     except Exception:  # noqa: BLE001 - only a best-effort locator
         return None
     stack = [root] if root is not None else []
@@ -324,7 +340,7 @@ def _locate_bad_scalar(text: str) -> int | None:
         seen.add(id(node))
         if isinstance(node, yaml.ScalarNode):
             try:
-                _PY_LOADER("").construct_object(node)
+                _loaders().py("").construct_object(node)
             except Exception:  # noqa: BLE001 - any failure marks the culprit
                 return _at(node.start_mark)
         elif isinstance(node, yaml.SequenceNode):
@@ -345,6 +361,8 @@ class _Refused(Exception):
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
+    import yaml
+
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
     if isinstance(node, yaml.MappingNode):
@@ -430,16 +448,18 @@ def _construct(text: str, loader_class: Any) -> Any:
 
 def _load(text: str, parts: Parts, source: str) -> Any:
     """Load YAML text, turning every failure into ``NoteError("source:line: problem")``."""
+    import yaml
+
     index: int | None
     try:
-        return _construct(text, _FAST_LOADER)
+        return _construct(text, _loaders().fast)
     except _Refused as refused:
         index, problem = refused.index, refused.problem
     except yaml.YAMLError as fast_err:
         err: BaseException = fast_err
         # The pure-Python loader words errors better ("found '<stream end>'"); ask it.
         try:
-            _construct(text, _PY_LOADER)
+            _construct(text, _loaders().py)
         except yaml.YAMLError as py_err:
             err = py_err
         except Exception:  # noqa: BLE001 - keep libyaml's error then
@@ -518,10 +538,12 @@ def _double_quoted(value: str) -> str:
 def _plain_ok(value: str) -> bool:
     """Whether ``value`` written unquoted reads back as the same string, in both places
     vaultmem writes scalars (after ``key: `` and after ``  - ``), with both loaders."""
+    import yaml
+
     if not value or value != value.strip() or not all(_printable(ch) for ch in value):
         return False
     for doc, expected in ((f"k: {value}\n", {"k": value}), (f"k:\n  - {value}\n", {"k": [value]})):
-        for loader in _STRICT_LOADERS:
+        for loader in _loaders().strict:
             try:
                 loaded = yaml.load(doc, Loader=loader)
             except Exception:  # noqa: BLE001 - anything but a clean read means "quote it"
@@ -822,6 +844,8 @@ def _node_end(events: list[Any], i: int) -> tuple[int, int]:
     lines), so their end is taken from their last child instead. Iterative, so deeply
     nested user values cannot hit the recursion limit.
     """
+    import yaml
+
     end = 0
     flows: list[bool] = []
     while True:
@@ -854,6 +878,8 @@ def _comments(text: str, lines: list[str], events: list[Any]) -> dict[int, _Comm
     string or a block scalar is never taken for a comment (a block scalar's header line,
     ``|  # why``, is covered only up to its indicators).
     """
+    import yaml
+
     comments: dict[int, _Comment] = {}
     reach = 0
     e = 0
@@ -886,6 +912,8 @@ def _comments(text: str, lines: list[str], events: list[Any]) -> dict[int, _Comm
 
 def _key_identity(event: Any, resolver: Any) -> tuple[str, str] | None:
     """What makes two top-level keys the same key to YAML: resolved tag and text."""
+    import yaml
+
     if not isinstance(event, yaml.ScalarEvent):
         return None
     tag = event.tag
@@ -900,6 +928,8 @@ def _layout(text: str, parts: Parts, source: str) -> _Layout:
     Raises ``NoteError`` for a top-level key written twice (YAML silently keeps the last
     one; which one the user meant is not vaultmem's to guess).
     """
+    import yaml
+
     lines = _split_lines(text)
     layout = _Layout(lines)
     starts = [0]
@@ -913,7 +943,7 @@ def _layout(text: str, parts: Parts, source: str) -> _Layout:
     # characters (like PyYAML's), but its line numbers also break at U+2028 and friends,
     # so only offsets are used.
     try:
-        events = list(yaml.parse(text, Loader=_FAST_LOADER))
+        events = list(yaml.parse(text, Loader=_loaders().fast))
     except yaml.YAMLError as err:
         # parse_meta accepted this text, so this is not expected; refuse to edit.
         lineno = _file_line(text, parts.yaml_line, _yaml_error_index(err) or 0)
@@ -1180,6 +1210,8 @@ def update_note(
     bytes in place. An unchanged result is not written (the file's mtime stays).
     Malformed YAML raises ``NoteError`` and leaves the file as it was.
     """
+    from vaultmem.atomic import rewrite  # its ctypes is for writers only
+
     path = Path(path)
     owned: dict[bytes, dict[str, Any]] = {}
 

@@ -187,6 +187,25 @@ def _unsound(cache: Path, store: mf.Store, state: mf.State, *, live: bool, orpha
     return "" if state.pending else _count_problem(held, store.count())
 
 
+def index_problem(cache: Path) -> str:
+    """Why the next `index` would rebuild the keyword index ("" when it would not), found
+    the way `index` finds it but without the lock or any write (opens the index to count)."""
+    orphaned = not (cache / mf.FILE_NAME).exists() and lexical.has_generations(cache)
+    try:
+        store = mf.open_reader(cache)
+    except IndexStateError as exc:
+        return str(exc)
+    if store is None:
+        return "the manifest was missing" if orphaned else ""
+    with store:
+        try:
+            state = store.state()
+            live = bool(state.generation) and state.lexical_schema == SCHEMA_VERSION
+            return _unsound(cache, store, state, live=live, orphaned=orphaned)
+        except sqlite3.Error as exc:
+            return str(mf.damaged(store.path, exc))
+
+
 def _count_problem(held: int, rows: int) -> str:
     return "" if held == rows else f"keyword index holds {held} notes, the manifest {rows}"
 

@@ -14,7 +14,7 @@ reported, not produce a prompt with a hole in it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,17 @@ def render(config: Config, name: str, **context: Any) -> str:
         >>> render(config, "prompts/expand.j2", query="redis", intent=None,
         ...        lexical_count=2, semantic_count=2)  # doctest: +SKIP
     """
+    return compiled(config, name)(**context)
+
+
+def compiled(config: Config, name: str) -> Callable[..., str]:
+    """Template ``name`` compiled once, as a function of its variables (for a caller that
+    renders it many times, such as `surface` filling its budget).
+
+    Example:
+        >>> block = compiled(config, "context.j2")  # doctest: +SKIP
+        >>> block(notes=[])  # doctest: +SKIP
+    """
     import jinja2
 
     text, where = template_source(config, name)
@@ -84,11 +95,23 @@ def render(config: Config, name: str, **context: Any) -> str:
         lstrip_blocks=True,
     )
     try:
-        return env.from_string(text).render(**context)
+        template = env.from_string(text)
     except jinja2.TemplateError as exc:
-        line = getattr(exc, "lineno", None)
-        at = f":{line}" if line else ""
-        raise TemplateError(f"template {where}{at}: {exc}") from None
+        raise _failed(where, exc) from None
+
+    def render_it(**context: Any) -> str:
+        try:
+            return template.render(**context)
+        except jinja2.TemplateError as exc:
+            raise _failed(where, exc) from None
+
+    return render_it
+
+
+def _failed(where: str, exc: Exception) -> TemplateError:
+    line = getattr(exc, "lineno", None)
+    at = f":{line}" if line else ""
+    return TemplateError(f"template {where}{at}: {exc}")
 
 
 def frontmatter_yaml(meta: Mapping[str, Any]) -> str:

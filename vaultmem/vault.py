@@ -112,6 +112,19 @@ class NoteRules:
             return "it holds the index cache"
         return None
 
+    def path_refusal(self, rel: str) -> str | None:
+        """Why the walk never reaches ``rel`` (None: it does): the first folder above it
+        that it does not enter, a symlinked folder included."""
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            why = self.folder_refusal(folder)
+            if why is None and os.path.islink(self.root / folder):
+                why = f"{folder}/ is a symlinked folder"
+            if why is not None:
+                return why
+        return None
+
     def file_refusal(self, rel: str) -> str | None:
         """Why the file ``rel`` (in a folder the walk enters) is not a note (None: it is)."""
         if not self.include(rel):
@@ -182,15 +195,7 @@ def note_path(config: Config, name: str, *, write: bool) -> str:
     """
     rel = vault_relative(config.vault, name)
     rules = NoteRules(config)
-    parts = rel.split("/")
-    for depth in range(1, len(parts)):
-        folder = "/".join(parts[:depth])
-        why = rules.folder_refusal(folder)
-        if why is None and os.path.islink(config.vault / folder):
-            why = f"{folder}/ is a symlinked folder"
-        if why is not None:
-            raise NoteError(f"{name} is not a note of this vault ({why})")
-    why = rules.file_refusal(rel)
+    why = rules.path_refusal(rel) or rules.file_refusal(rel)
     if why is not None:
         raise NoteError(f"{name} is not a note of this vault ({why})")
     if write:
@@ -263,7 +268,8 @@ def read_lock_holder(lock_file: Path) -> LockHolder | None:
     return LockHolder(int(pid), what or "?", since)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -303,25 +309,73 @@ def _pids_with_open(path: Path) -> list[int]:
     return sorted(found)
 
 
-def _busy_message(lock_file: Path, kind: str) -> str:
-    """Name the holder; when the recorded holder is dead, name the orphan keeping the lock."""
+@dataclass(frozen=True)
+class LockState:
+    """Who holds a vault lock now: nobody, its recorded holder, or an orphan.
+
+    ``holder`` is what the file records: when the lock is free, the last process that
+    held it (long gone, and harmless: the flock died with it). ``orphans`` are processes
+    keeping a held lock whose recorded holder has exited (forked workers that outlived it).
+    """
+
+    held: bool
+    holder: LockHolder | None = None
+    holder_alive: bool = False
+    orphans: tuple[int, ...] = ()
+
+    def busy_message(self, kind: str) -> str:
+        """The one-line LockBusy message for a held lock (``kind``: index, embed…)."""
+        holder = self.holder
+        if holder is not None and self.holder_alive:
+            return (
+                f"another vaultmem process ({holder.describe()}) holds the vault's {kind} lock; "
+                "try again later"
+            )
+        if holder is None or not self.orphans:
+            # Unrecorded, or the recorded holder is gone and a new one has not written its pid.
+            return f"another vaultmem process holds the vault's {kind} lock; try again later"
+        pids = ", ".join(str(p) for p in self.orphans)
+        return (
+            f"the vault's {kind} lock is held by process {pids}, left behind by a vaultmem "
+            f"process that has exited ({holder.describe()}); stop it (`kill {pids}`) and retry"
+        )
+
+
+def _held(lock_file: Path) -> LockState:
+    """The state of a lock known to be held: its recorded holder, alive or not, and orphans."""
     holder = read_lock_holder(lock_file)
     if holder is None:
-        return f"another vaultmem process holds the vault's {kind} lock; try again later"
-    if _pid_alive(holder.pid):
-        return (
-            f"another vaultmem process ({holder.describe()}) holds the vault's {kind} lock; "
-            "try again later"
-        )
-    orphans = _pids_with_open(lock_file)
-    if not orphans:
-        # The recorded holder is gone and a new one has not written its pid yet.
-        return f"another vaultmem process holds the vault's {kind} lock; try again later"
-    pids = ", ".join(str(p) for p in orphans)
-    return (
-        f"the vault's {kind} lock is held by process {pids}, left behind by a vaultmem "
-        f"process that has exited ({holder.describe()}); stop it (`kill {pids}`) and retry"
-    )
+        return LockState(held=True)
+    if pid_alive(holder.pid):
+        return LockState(True, holder, holder_alive=True)
+    return LockState(True, holder, orphans=tuple(_pids_with_open(lock_file)))
+
+
+def _busy_message(lock_file: Path, kind: str) -> str:
+    """Name the holder; when the recorded holder is dead, name the orphan keeping the lock."""
+    return _held(lock_file).busy_message(kind)
+
+
+def lock_state(cache_dir: Path, name: str = "lock") -> LockState:
+    """Whether the lock ``cache_dir/name`` is held and by whom; creates and records nothing.
+
+    Probed by taking the flock for an instant without waiting (a writer starting in that
+    instant finds it busy, as it would with any other holder).
+    """
+    path = cache_dir / name
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return LockState(held=False)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        return _held(path)
+    finally:
+        os.close(fd)  # releases the probe's flock, if it got it
+    return LockState(held=False, holder=read_lock_holder(path))
 
 
 def _open_lock_file(cache_dir: Path, name: str) -> int:

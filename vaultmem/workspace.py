@@ -100,7 +100,7 @@ def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultS
     for each from vaultmem's own records (no model or vector store is opened).
     """
     from vaultmem.agent.surface import log_count
-    from vaultmem.embedding import coverage
+    from vaultmem.index.records import coverage
 
     facts = mf.read(
         config.cache_dir,

@@ -21,9 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import VaultmemError
+
+if TYPE_CHECKING:
+    from vaultmem.api import OpenVault
 
 LOG_NAME = "hooks.log"
 JOB_LOG_NAME = "hooks-jobs.log"
@@ -108,12 +111,13 @@ def context_output(claude_event: str, context: str) -> str:
     return json.dumps(output, ensure_ascii=False)
 
 
-def prompt_context(config: Any, payload: HookPayload, *, now: datetime) -> str:
+def prompt_context(vault: OpenVault, payload: HookPayload, *, now: datetime) -> str:
     """The surfacing block for a UserPromptSubmit prompt ("" when surfacing abstains)."""
-    from vaultmem.agent.surface import SurfaceRequest, surface
+    from vaultmem import api
+    from vaultmem.agent.surface import SurfaceRequest
 
-    result = surface(config, SurfaceRequest(payload.prompt, session=payload.session_id), now=now)
-    return str(result.context)
+    request = SurfaceRequest(payload.prompt, session=payload.session_id)
+    return str(api.surface(vault, request, now=now).context)
 
 
 def session_context(config: Any, payload: HookPayload, *, now: datetime) -> str:

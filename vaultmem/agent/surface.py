@@ -40,7 +40,7 @@ from vaultmem.config import Config
 
 if TYPE_CHECKING:
     from vaultmem.index.lexical import LexicalIndex
-    from vaultmem.retrieval.hits import Hit
+    from vaultmem.model import Hit
     from vaultmem.retrieval.query import Backends, Trace
 
 __all__ = [
@@ -51,7 +51,7 @@ __all__ = [
     "SurfaceRequest",
     "SurfaceResult",
     "SurfacedNote",
-    "backends",
+    "cheap_backends",
     "build_block",
     "candidates",
     "gate",
@@ -491,7 +491,7 @@ def coverages(index: LexicalIndex, text: str, paths: Sequence[str]) -> dict[str,
     return out
 
 
-def backends(config: Config, vectors: bool | None) -> Backends:
+def cheap_backends(config: Config, vectors: bool | None) -> Backends:
     """BM25 only, unless vectors are cheap: an endpoint embedder (one request), or asked for.
 
     The in-process MiniLM costs ~0.25 s to load per process, so it runs only on request.
@@ -502,8 +502,8 @@ def backends(config: Config, vectors: bool | None) -> Backends:
         return Backends()
     if vectors is None and config.embedder != "endpoint":
         return Backends()
-    from vaultmem.embedding import read_record, record_path
     from vaultmem.errors import ConfigError, EndpointError
+    from vaultmem.index.records import read_record, record_path
     from vaultmem.inference.embedders import embedder_for
 
     try:
@@ -516,7 +516,7 @@ def backends(config: Config, vectors: bool | None) -> Backends:
 
 
 def _excluded(entry: Any, now: datetime) -> bool:
-    from vaultmem.memory.state import note_memory
+    from vaultmem.memory_state import note_memory
 
     memory = note_memory("", entry)
     return not memory.pinned and (memory.retired or memory.snoozed(now))
@@ -595,11 +595,8 @@ def select(
 
 # --- the block ---------------------------------------------------------------------------
 
-_HEADER = (
-    "<vault-context>\n"
-    "Notes from the user's vault that may bear on this prompt (stored memory: verify "
-    "before relying on it):\n"
-)
+CONTEXT_TEMPLATE = "context.j2"
+# The session-start brief closes its block the same way.
 _FOOTER = "</vault-context>"
 
 
@@ -627,47 +624,52 @@ def _long_snippet(config: Config, hit: Hit) -> str:
     return " ".join(words) or hit.snippet
 
 
-def _entries(config: Config, chosen: Sequence[Candidate]) -> list[tuple[str, str]]:
-    """(long, short) renderings of each chosen note, best first."""
+def _entries(config: Config, chosen: Sequence[Candidate]) -> list[tuple[dict[str, Any], ...]]:
+    """(long, short) renderings of each chosen note, best first, as template values."""
     best = max((c.coverage for c in chosen), default=0.0)
-    out = []
+    out: list[tuple[dict[str, Any], ...]] = []
     for rank, c in enumerate(chosen):
         hit = c.hit
-        where = f"{hit.path}, line {hit.line}" if hit.line else hit.path
-        short = f"- {_escape(hit.title)} ({_escape(where)})\n"
+        short = {"title": _escape(hit.title), "path": _escape(hit.path), "line": hit.line}
         # The clearly best get an excerpt; the rest their title and path, which an agent
         # can open when it wants more.
         snippet = ""
         clearly = rank == 0 or c.coverage >= best * LONG_SNIPPET_RATIO
         if rank < LONG_SNIPPET_NOTES and clearly:
             snippet = _long_snippet(config, hit)
-        long = f"{short[:-1]}: {_escape(snippet)}\n" if snippet else short
-        out.append((long, short))
+        long = {**short, "snippet": _escape(snippet)}
+        out.append((long, {**short, "snippet": ""}) if snippet else ({**short, "snippet": ""},))
     return out
 
 
 def build_block(
     config: Config, chosen: Sequence[Candidate], budget: int
 ) -> tuple[str, list[Candidate]]:
-    """The ``<vault-context>`` block within ``budget`` tokens and the notes it holds.
+    """The ``<vault-context>`` block within ``budget`` tokens and the notes it holds,
+    rendered from the ``context.j2`` template (overridable per vault).
 
     Filled best first: the long form of a note when it fits, else its title and path,
     else nothing more.
     """
-    lines: list[str] = []
+    from vaultmem.prompts import compiled
+
+    render = compiled(config, CONTEXT_TEMPLATE)
+    notes: list[dict[str, Any]] = []
     kept: list[Candidate] = []
-    for c, (long, short) in zip(chosen, _entries(config, chosen), strict=True):
-        for text in (long, short):
-            cost = estimate_tokens("".join(lines) + text + _HEADER + _FOOTER)
-            if cost <= budget:
-                lines.append(text)
+    block = ""
+    for c, forms in zip(chosen, _entries(config, chosen), strict=True):
+        for form in forms:
+            text = render(notes=[*notes, form])
+            if estimate_tokens(text) <= budget:
+                notes.append(form)
                 kept.append(c)
+                block = text
                 break
         else:
             break
     if not kept:
         return "", []
-    return _HEADER + "".join(lines) + _FOOTER, kept
+    return block.rstrip("\n"), kept
 
 
 # --- session record and log --------------------------------------------------------------
@@ -712,7 +714,7 @@ def _prune_sessions(folder: Path) -> None:
 
 
 def _repeated(record: _Session, key: str, now: datetime) -> bool:
-    from vaultmem.memory.state import parse_time
+    from vaultmem.memory_state import parse_time
 
     seen = parse_time(record.prompts.get(key))
     return seen is not None and timedelta(0) <= now - seen < REPEAT_WINDOW
@@ -759,7 +761,14 @@ def log_count(config: Config) -> int:
 # --- the entry point ---------------------------------------------------------------------
 
 
-def surface(config: Config, request: SurfaceRequest, *, now: datetime) -> SurfaceResult:
+def surface(
+    config: Config,
+    request: SurfaceRequest,
+    *,
+    now: datetime,
+    index: LexicalIndex | None = None,
+    backends: Backends | None = None,
+) -> SurfaceResult:
     """The context block for one prompt (``context`` ``""`` and a ``reason`` to abstain).
 
     Records the prompt and the notes shown in the session's record, and every run in the
@@ -769,12 +778,19 @@ def surface(config: Config, request: SurfaceRequest, *, now: datetime) -> Surfac
         >>> request = SurfaceRequest("why did we pick redis?", session="s1")
         >>> surface(config, request, now=now).notes  # doctest: +SKIP
     """
-    result = _surface(config, request, now)
+    chosen = backends if backends is not None else cheap_backends(config, request.vectors)
+    result = _surface(config, request, now, index, chosen)
     _log(config, request, result, now)
     return result
 
 
-def _surface(config: Config, request: SurfaceRequest, now: datetime) -> SurfaceResult:
+def _surface(
+    config: Config,
+    request: SurfaceRequest,
+    now: datetime,
+    index: LexicalIndex | None,
+    backends: Backends,
+) -> SurfaceResult:
     decision = gate(request.prompt)
     if decision.reason:
         return SurfaceResult("", (), decision.reason)
@@ -786,7 +802,7 @@ def _surface(config: Config, request: SurfaceRequest, now: datetime) -> SurfaceR
         if _repeated(record, key, now):
             return SurfaceResult("", (), "same prompt within 10 minutes")
         record.prompts[key] = now.isoformat()
-    found = candidates(config, decision.text, now=now, backends=backends(config, request.vectors))
+    found = candidates(config, decision.text, now=now, index=index, backends=backends)
     floor = COVERAGE_FLOOR * (FORCED_FLOOR_FACTOR if decision.forced else 1.0)
     chosen = select(found, floor=floor, seen=record.notes)
     context, kept = build_block(config, chosen, request.budget)
@@ -818,7 +834,7 @@ def _project_key(entry: Any) -> str:
 
 
 def _created(entry: Any) -> datetime | None:
-    from vaultmem.memory.state import parse_time
+    from vaultmem.memory_state import parse_time
 
     return parse_time(entry.memory.get("created"))
 

@@ -7,10 +7,14 @@ code (1, or 75 for a busy lock) at :class:`_Boundary`; usage errors exit 2 (clic
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
+import functools
+import importlib
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,8 @@ import typer
 from typer.core import TyperGroup
 
 from vaultmem import __version__
+from vaultmem.cli.help import MODULES, format_sections
+from vaultmem.cli.params import plain, plain_help_options, plain_parameters
 from vaultmem.errors import Terminated, VaultmemError, VaultmemWarning
 
 
@@ -41,7 +47,68 @@ _show_warning = warnings.showwarning
 
 
 class _Boundary(TyperGroup):
-    """Turns domain errors into one line and an exit code, for every command."""
+    """The root group: turns domain errors into one line and an exit code, for every
+    command; imports only the module of the command being run (all of them for
+    ``--help``), lists commands in the sections of :data:`vaultmem.cli.help.SECTIONS`, and
+    gives every parameter a plain metavar (:mod:`vaultmem.cli.params`)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        plain_parameters(self.params)
+        for command in self._built.values():
+            plain(command)
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, Any]:
+        """Every command, its module imported (click's mapping, for code that reads it)."""
+        self._load(None)
+        return self._built
+
+    @commands.setter
+    def commands(self, value: Any) -> None:
+        self._built = dict(value)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every command's name, in the order of the help sections."""
+        return list(dict.fromkeys([*MODULES, *self._built]))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command, its module imported now if it was not."""
+        if cmd_name not in self._built:
+            self._load(cmd_name)
+        command = self._built.get(cmd_name)
+        if command is not None:
+            plain_help_options(command, ctx, cmd_name)
+        return command
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """``-h/--help``, plain like every other parameter."""
+        option = super().get_help_option(ctx)
+        if option is not None:
+            plain_parameters([option])
+        return option
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands under their section headings."""
+        found = ((name, self.get_command(ctx, name)) for name in self.list_commands(ctx))
+        format_sections(ctx, formatter, [(n, c) for n, c in found if c is not None])
+
+    def _load(self, name: str | None) -> None:
+        """Import the module of command ``name`` (every command module when ``name`` is
+        None or not in the map) and build what it registered on ``app``."""
+        module = MODULES.get(name or "")
+        if module is not None:
+            _import_command_module(module)
+        if name is None or name not in _registered():
+            import pkgutil
+
+            for found in pkgutil.iter_modules(__path__):
+                if found.name.endswith("_cmds"):
+                    _import_command_module(found.name)
+        for info_name, build in _registered().items():
+            if info_name not in self._built and (name is None or info_name == name):
+                self._built[info_name] = command = build()
+                plain(command)
 
     def invoke(self, ctx: Any) -> Any:
         from vaultmem.entry import interruptible
@@ -137,13 +204,35 @@ def load_config(ctx: typer.Context, *, cwd: Path | None = None, **overrides: Any
     return loaded
 
 
+def open_vault(ctx: typer.Context, *, cwd: Path | None = None) -> Any:
+    """The vault the command works on, as an :class:`~vaultmem.api.OpenVault`: a fresh
+    one, or the warm one of the server this command runs inside (``warm_vaults``)."""
+    config = load_config(ctx, cwd=cwd)
+    opener = warm_vaults.get()
+    if opener is not None:
+        return opener(config)
+    from vaultmem.api import OpenVault
+
+    vault = OpenVault(config)
+    # Chroma keeps one system per store path in a process: a store left open would be
+    # reused, stale, by the next command run in the same process (tests, a server).
+    ctx.call_on_close(vault.close)
+    return vault
+
+
+# Set by a server that runs commands in its own process: config → its long-lived OpenVault.
+warm_vaults: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvars.ContextVar(
+    "warm_vaults", default=None
+)
+
+
 def clock() -> datetime:
     """Now, in UTC; ``VAULTMEM_NOW`` (ISO 8601) pins it, for tests and replays."""
     pinned = os.environ.get("VAULTMEM_NOW", "").strip()
     if not pinned:
         return datetime.now(UTC)
     from vaultmem.errors import ConfigError
-    from vaultmem.memory.state import parse_time
+    from vaultmem.memory_state import parse_time
 
     when = parse_time(pinned)
     if when is None:
@@ -185,20 +274,43 @@ class ProgressBar:
             self._bar = None
 
 
-# Command modules register themselves on `app` when imported.
-from vaultmem.cli import (  # noqa: E402,F401
-    agent_cmds,
-    capture_cmds,
-    eval_cmds,
-    hook_cmds,
-    index_cmds,
-    lifecycle_cmds,
-    link_cmds,
-    memory_cmds,
-    query_cmds,
-    read_cmds,
-    vector_cmds,
-)
+# Command modules (vaultmem/cli/*_cmds.py) register their commands on `app` when
+# imported; the root group imports the one a command line names (see `_Boundary`), so a
+# new command goes in the map of vaultmem/cli/help.py, not in an import list here.
+
+
+def _import_command_module(name: str) -> None:
+    """Import ``vaultmem.cli.<name>``; a module the map names that does not exist (yet)
+    registers nothing."""
+    full = f"{__name__}.{name}"
+    try:
+        importlib.import_module(full)
+    except ModuleNotFoundError as exc:
+        if exc.name != full:
+            raise
+
+
+def _registered() -> dict[str, Callable[[], Any]]:
+    """What the imported command modules registered on ``app``: name → its builder."""
+    import typer.main as tm
+
+    short, markup = app.pretty_exceptions_short, app.rich_markup_mode
+    found: dict[str, Callable[[], Any]] = {}
+    for info in app.registered_commands:
+        name = info.name or tm.get_command_name(info.callback.__name__)  # type: ignore[union-attr]
+        found[name] = functools.partial(
+            tm.get_command_from_info, info, pretty_exceptions_short=short, rich_markup_mode=markup
+        )
+    for group in app.registered_groups:
+        if group.name:
+            found[group.name] = functools.partial(
+                tm.get_group_from_info,
+                group,
+                pretty_exceptions_short=short,
+                suggest_commands=True,
+                rich_markup_mode=markup,
+            )
+    return found
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from vaultmem.cli import app, clock, load_config
+from vaultmem.cli import app, clock, open_vault
 
 
 @app.command()
@@ -48,13 +48,12 @@ def surface(
     Example:
         vaultmem --vault example-vault surface "why did we move sessions to Redis?" --session s1
     """
+    from vaultmem import api
     from vaultmem.agent.surface import SurfaceRequest
-    from vaultmem.agent.surface import surface as run_surface
 
     text = sys.stdin.read() if prompt == "-" else prompt
-    config = load_config(ctx)
     request = SurfaceRequest(text, session=session, budget=budget, vectors=vectors)
-    result = run_surface(config, request, now=clock())
+    result = api.surface(open_vault(ctx), request, now=clock())
     if json_out:
         typer.echo(json.dumps(result.as_json(), ensure_ascii=False))
     elif result.context:

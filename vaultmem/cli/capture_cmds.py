@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import app, clock, load_config
+from vaultmem.cli import app, clock, load_config, open_vault
 
 if TYPE_CHECKING:
     from vaultmem.config import Config
@@ -58,16 +58,16 @@ def extract(
         vaultmem extract session.md --dry-run
     """
     from vaultmem.agent.extract import extract_transcript
-    from vaultmem.cli.memory_cmds import vault_embedder
 
-    config = load_config(ctx)
+    vault = open_vault(ctx)
+    config = vault.config
     report = extract_transcript(
         config,
         transcript,
         llm=_llm(config),
         now=clock(),
         dry_run=dry_run,
-        embedder=None if dry_run else vault_embedder(config),
+        embedder=None if dry_run else vault.duplicate_embedder(),
     )
     if json_out:
         typer.echo(json.dumps(report.as_json(), ensure_ascii=False))

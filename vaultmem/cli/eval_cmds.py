@@ -10,63 +10,33 @@ from typing import TYPE_CHECKING
 import typer
 
 from vaultmem.cli import app, load_config
-from vaultmem.cli.read_cmds import NO_PRIOR, NO_REVIEW, ranking_options
+from vaultmem.cli.options import RANKING_FLAGS
 
 if TYPE_CHECKING:
     from vaultmem.config import Config
-    from vaultmem.retrieval.memory_rank import RankingOptions
 
-MODES = ("search", "vsearch", "query")
+MODES = {"search": "keyword", "vsearch": "semantic", "query": "hybrid"}
 
 
 def _runner(
-    config: Config, mode: str, k: int, ranking: RankingOptions | None
+    config: Config, mode: str, k: int, prior: bool, review: bool
 ) -> Callable[[str], list[str]]:
-    """query → ranked note paths for one mode, with its index or model opened once."""
-    if mode == "search":
-        from vaultmem.index.lexical import LexicalIndex
-        from vaultmem.retrieval.search import search
-
-        index = LexicalIndex.open(config.cache_dir)
-        return lambda q: [h.path for h in search(config, q, limit=k, index=index, ranking=ranking)]
-    if mode == "query":
-        return _query_runner(config, k, ranking)
-    from vaultmem.cli.vector_cmds import require_embedder
-    from vaultmem.retrieval.vsearch import VectorIndex, vsearch
-
-    embedder = require_embedder(config)
-    vectors = VectorIndex(config, embedder)
-    return lambda q: [
-        h.path for h in vsearch(config, q, embedder, limit=k, index=vectors, ranking=ranking)
-    ]
-
-
-def _query_runner(
-    config: Config, k: int, ranking: RankingOptions | None
-) -> Callable[[str], list[str]]:
-    """The full pipeline with the configured models; each skipped stage is told once."""
+    """query → ranked note paths for one mode, with its index and models opened once;
+    each stage `query` skipped is told once."""
+    from vaultmem import api
+    from vaultmem.cli import clock
     from vaultmem.cli.query_cmds import stage_line
-    from vaultmem.index.lexical import LexicalIndex
-    from vaultmem.retrieval.query import QueryOptions, backends_for, query
+    from vaultmem.model import SearchRequest
 
-    index = LexicalIndex.open(config.cache_dir)
-    backends = backends_for(config)
-    if backends.embedder is not None:
-        from contextlib import suppress
-        from dataclasses import replace
-
-        from vaultmem.errors import IndexStateError
-        from vaultmem.retrieval.vsearch import VectorIndex
-
-        # Opened once for every query; without vectors `query` reports the skip itself.
-        with suppress(IndexStateError):
-            backends = replace(backends, vectors=VectorIndex(config, backends.embedder))
-    options = QueryOptions(limit=k, ranking=ranking, expand=config.query_expand)
+    vault = api.OpenVault(config, warm=True)
+    if mode == "vsearch":
+        vault.embedder(required=True)  # no vectors is an error before the first query
     told: set[str] = set()
 
     def run(text: str) -> list[str]:
-        result = query(config, text, backends=backends, options=options, index=index)
-        for stage in result.degraded:
+        request = SearchRequest(text, MODES[mode], k, prior=prior, review=review)
+        result = api.search(vault, request, now=clock())
+        for stage in result.query.degraded if result.query is not None else ():
             line = stage_line(stage)
             if line not in told:
                 told.add(line)
@@ -88,8 +58,8 @@ def eval_(
     k: int = typer.Option(10, "-k", min=1, max=1000, help="Results retrieved per query."),
     misses: bool = typer.Option(False, "--misses", help="List the queries each mode missed."),
     json_out: bool = typer.Option(False, "--json", help="One JSON object per mode."),
-    no_prior: bool = NO_PRIOR,
-    no_review: bool = NO_REVIEW,
+    no_prior: bool = RANKING_FLAGS["no_prior"],
+    no_review: bool = RANKING_FLAGS["no_review"],
 ) -> None:
     """Score search modes on gold queries: recall@1/5/10, MRR@10 and nDCG@10 per mode.
 
@@ -109,9 +79,9 @@ def eval_(
         raise typer.BadParameter(f"unknown mode {unknown[0]!r} (choose from {', '.join(MODES)})")
     config = load_config(ctx)
     queries = read_gold(gold)
-    ranking = ranking_options(config, no_prior, no_review)
     results = [
-        evaluate(queries, _runner(config, m, k, ranking), mode=m, k=k) for m in dict.fromkeys(mode)
+        evaluate(queries, _runner(config, m, k, not no_prior, not no_review), mode=m, k=k)
+        for m in dict.fromkeys(mode)
     ]
     if not json_out:
         typer.echo(f"{len(queries)} queries, top {k}")

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from vaultmem.cli import app, clock, load_config
+from vaultmem.cli import app, clock, load_config, open_vault
 
 DRY_RUN = typer.Option(
     False, "--dry-run", help="Print the diff of the settings file; write nothing."
@@ -63,13 +63,14 @@ def hook(
         except hooks.HookInputError as exc:
             bad_input = exc  # still find the vault first: the line belongs in its log
         cwd = payload.cwd if payload and payload.cwd and payload.cwd.is_dir() else None
-        config = load_config(ctx, cwd=cwd)
+        vault = open_vault(ctx, cwd=cwd)
+        config = vault.config
         log = config.cache_dir / hooks.LOG_NAME
         if event not in hooks.EVENT_NAMES:
             raise hooks.HookInputError(f"unknown event {event!r}")
         if payload is None:
             raise bad_input or hooks.HookInputError("no event on stdin")
-        output = _answer(ctx, event, config, payload, now, log)
+        output = _answer(ctx, event, vault, payload, now, log)
         if output:
             typer.echo(output)
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
@@ -78,14 +79,15 @@ def hook(
 
 
 def _answer(
-    ctx: typer.Context, event: str, config: Any, payload: Any, now: datetime, log: Path
+    ctx: typer.Context, event: str, vault: Any, payload: Any, now: datetime, log: Path
 ) -> str:
     """The hook's stdout for an event ("" for none), starting the capture job if due."""
     from vaultmem.agent import hooks
 
+    config = vault.config
     if event == "prompt":
         return hooks.context_output(
-            "UserPromptSubmit", hooks.prompt_context(config, payload, now=now)
+            "UserPromptSubmit", hooks.prompt_context(vault, payload, now=now)
         )
     if event == "session-start":
         return hooks.context_output("SessionStart", hooks.session_context(config, payload, now=now))

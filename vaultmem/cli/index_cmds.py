@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import ProgressBar, app, load_config
+from vaultmem.cli import ProgressBar, app, load_config, open_vault
 
 if TYPE_CHECKING:
     from vaultmem.config import Config
@@ -125,13 +125,11 @@ def status(
     Example:
         vaultmem --vault example-vault status
     """
-    from vaultmem.inference.embedders import embedder_for
-    from vaultmem.workspace import vault_status
+    from vaultmem import api
 
-    config = load_config(ctx)
-    embedder = embedder_for(config)
-    models = {embedder.model_id: embedder.max_chars} if embedder is not None else {}
-    info = vault_status(config, models)
+    vault = open_vault(ctx)
+    config = vault.config
+    info = api.status(vault)
     if json_out:
         typer.echo(json.dumps(info.as_json()))
         return

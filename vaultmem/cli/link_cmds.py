@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import app, load_config
+from vaultmem.cli import app, open_vault
 
 if TYPE_CHECKING:
     from vaultmem.memory.links import LinkChange, NoteLinks
@@ -62,12 +62,9 @@ def link(
     Example:
         vaultmem --vault example-vault link "Background job queues" "Flaky tests in CI"
     """
-    from vaultmem.lookup import resolve
-    from vaultmem.memory.links import link as add_link
+    from vaultmem import api
 
-    config = load_config(ctx)
-    a_path, b_path = (resolve(config, n, write=True) for n in (note_a, note_b))
-    change = add_link(config, a_path, b_path, link_type)
+    change = api.link(open_vault(ctx), note_a, note_b, link_type)
     _print_change(change, "linked", "already linked")
 
 
@@ -89,12 +86,9 @@ def unlink(
     Example:
         vaultmem --vault example-vault unlink "Redis for caching" "Rate limiting options"
     """
-    from vaultmem.lookup import resolve
-    from vaultmem.memory.links import unlink as remove_link
+    from vaultmem import api
 
-    config = load_config(ctx)
-    a_path, b_path = (resolve(config, n, write=True) for n in (note_a, note_b))
-    change = remove_link(config, a_path, b_path, link_type)
+    change = api.link(open_vault(ctx), note_a, note_b, link_type, remove=True)
     _print_change(change, "unlinked", "not linked")
 
 
@@ -137,11 +131,9 @@ def links(
     Example:
         vaultmem --vault example-vault links "Redis for caching" --json
     """
-    from vaultmem.lookup import resolve
-    from vaultmem.memory.links import links_of
+    from vaultmem import api
 
-    config = load_config(ctx)
-    found = links_of(config, resolve(config, note))
+    found = api.links(open_vault(ctx), note)
     if json_out:
         typer.echo(json.dumps(found.as_json(), ensure_ascii=False))
     else:

@@ -10,30 +10,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperCommand, TyperOption
 
-from vaultmem.cli import app, clock, load_config
+from vaultmem.cli import app, clock, open_vault
+from vaultmem.cli.options import NOTES
 
 if TYPE_CHECKING:
-    from vaultmem.config import Config
-    from vaultmem.inference.base import Embedder
     from vaultmem.memory.notes import Change, Reinforced
     from vaultmem.memory.remember import Remembered
 
-NOTES = typer.Argument(..., metavar="NOTE", help="Notes by path, title, alias or file name.")
 JSON = typer.Option(False, "--json", help="One JSON object per note.")
 TAGS_HELP = "Comma-separated tags (a,b)."
-
-
-def _tags(raw: str | None) -> list[str]:
-    """``a, #b,,c`` → ``["a", "b", "c"]``."""
-    return [t.strip().lstrip("#").strip() for t in (raw or "").split(",") if t.strip(" #")]
-
-
-def _resolve(config: Config, names: list[str]) -> list[str]:
-    """Every name to the path of a note these commands may write, before anything is
-    written: one unknown name, or one outside the vault, changes nothing."""
-    from vaultmem.lookup import resolve
-
-    return list(dict.fromkeys(resolve(config, name, write=True) for name in names))
 
 
 # --------------------------------------------------------------------------- remember
@@ -81,18 +66,6 @@ def _read_text(text: str) -> str:
     return body
 
 
-def _note_type(value: str | None) -> str | None:
-    from vaultmem.scores import NOTE_TYPES
-
-    if value is None:
-        return None
-    if value.strip().lower() not in NOTE_TYPES:
-        raise typer.BadParameter(
-            f"unknown type {value!r}; one of: {', '.join(NOTE_TYPES)}", param_hint="--type"
-        )
-    return value.strip().lower()
-
-
 def _print_remembered(done: Remembered, json_out: bool) -> None:
     if json_out:
         typer.echo(json.dumps(done.as_json(), ensure_ascii=False))
@@ -138,39 +111,11 @@ def remember(
         vaultmem remember "No deploys on Fridays after 3pm" --title "Deploy freeze" --tags ops
         echo "pgbouncer needs server_reset_query" | vaultmem remember - --type observation
     """
-    from vaultmem.memory.remember import remember as run_remember
+    from vaultmem import api
+    from vaultmem.model import RememberRequest, parse_tags
 
-    config = load_config(ctx)
-    body = _read_text(text)
-    kind = _note_type(type_)
-    old = _resolve(config, [supersedes])[0] if supersedes else None
-    done = run_remember(
-        config,
-        body,
-        now=clock(),
-        title=title,
-        note_type=kind,
-        tags=_tags(tags),
-        folder=folder,
-        supersedes=old,
-        embedder=vault_embedder(config),
-    )
-    _print_remembered(done, json_out)
-
-
-def vault_embedder(config: Config) -> Embedder | None:
-    """The vault's embedder when it has vectors for it (near duplicates by cosine)."""
-    from vaultmem.embedding import read_record, record_path
-    from vaultmem.errors import ConfigError, EndpointError
-    from vaultmem.inference.embedders import embedder_for
-
-    try:
-        embedder = embedder_for(config)
-    except (ConfigError, EndpointError):
-        return None
-    if embedder is None or not read_record(record_path(config.cache_dir, embedder.model_id)):
-        return None
-    return embedder
+    request = RememberRequest(_read_text(text), title, type_, parse_tags(tags), folder, supersedes)
+    _print_remembered(api.remember(open_vault(ctx), request, now=clock()), json_out)
 
 
 # --------------------------------------------------------------------------- reinforce
@@ -200,11 +145,9 @@ def touch(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -
     Example:
         vaultmem touch "Redis for caching" inbox/pgbouncer-note.md
     """
-    from vaultmem.memory.notes import reinforce_notes
+    from vaultmem import api
 
-    config = load_config(ctx)
-    paths = _resolve(config, notes)
-    _print_reinforced(reinforce_notes(config, paths, clock()), json_out, "touched")
+    _print_reinforced(api.reinforce(open_vault(ctx), notes, now=clock()), json_out, "touched")
 
 
 @app.command()
@@ -222,11 +165,10 @@ def observe(
     Example:
         vaultmem observe "Redis for caching" --tags payments,webhooks
     """
-    from vaultmem.memory.notes import reinforce_notes
+    from vaultmem import api
+    from vaultmem.model import parse_tags
 
-    config = load_config(ctx)
-    paths = _resolve(config, notes)
-    done = reinforce_notes(config, paths, clock(), _tags(tags))
+    done = api.reinforce(open_vault(ctx), notes, now=clock(), context_tags=parse_tags(tags))
     _print_reinforced(done, json_out, "observed")
 
 
@@ -257,6 +199,33 @@ def _values(change: Change) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
+def _change(
+    ctx: typer.Context, action: str, notes: list[str], json_out: bool, **when: str | None
+) -> None:
+    """The body of every flag command: one api call, one line (or object) per note."""
+    from vaultmem import api
+    from vaultmem.errors import RequestError
+
+    did, already = _WORDS[action]
+    try:
+        done = api.change(open_vault(ctx), action, notes, now=clock(), **when)
+    except RequestError as exc:
+        why = str(exc).removeprefix("until/for: ")
+        raise typer.BadParameter(why, param_hint="--until/--for") from None
+    _print_changes(done, json_out, did, already)
+
+
+# What each flag command prints for a note it changed, and for one it left as it was.
+_WORDS = {
+    "pin": ("pinned", "already pinned"),
+    "unpin": ("unpinned", "not pinned"),
+    "snooze": ("snoozed", "already snoozed until then"),
+    "unsnooze": ("unsnoozed", "not snoozed"),
+    "forget": ("forgot", "already forgotten"),
+    "restore": ("restored", "already active"),
+}
+
+
 @app.command()
 def pin(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
     """Pin notes (pinned: true): always eligible for surfacing, ranked a little higher,
@@ -265,10 +234,7 @@ def pin(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> 
     Example:
         vaultmem pin "Python coding style"
     """
-    from vaultmem.memory.notes import pin_notes
-
-    config = load_config(ctx)
-    _print_changes(pin_notes(config, _resolve(config, notes)), json_out, "pinned", "already pinned")
+    _change(ctx, "pin", notes, json_out)
 
 
 @app.command()
@@ -278,19 +244,17 @@ def unpin(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -
     Example:
         vaultmem unpin "Python coding style"
     """
-    from vaultmem.memory.notes import unpin_notes
-
-    config = load_config(ctx)
-    done = unpin_notes(config, _resolve(config, notes))
-    _print_changes(done, json_out, "unpinned", "not pinned")
+    _change(ctx, "unpin", notes, json_out)
 
 
 @app.command()
 def snooze(
     ctx: typer.Context,
     notes: list[str] = NOTES,
-    until: str = typer.Option(None, "--until", help="ISO date or datetime the snooze ends."),
-    for_: str = typer.Option(None, "--for", help="How long: 30d, 12h, 2w…"),
+    until: str = typer.Option(
+        None, "--until", metavar="DATE", help="ISO date or datetime the snooze ends."
+    ),
+    for_: str = typer.Option(None, "--for", metavar="DURATION", help="How long: 30d, 12h, 2w…"),
     json_out: bool = JSON,
 ) -> None:
     """Hide notes from `surface` until a date (snoozed_until); search still finds them.
@@ -302,15 +266,7 @@ def snooze(
         vaultmem snooze "Kubernetes migration" --for 30d
         vaultmem snooze "Release process" --until 2026-12-01
     """
-    from vaultmem.memory.notes import snooze_notes, snooze_until
-
-    try:
-        end = snooze_until(clock(), until=until, for_=for_)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--until/--for") from None
-    config = load_config(ctx)
-    done = snooze_notes(config, _resolve(config, notes), end)
-    _print_changes(done, json_out, "snoozed", "already snoozed until then")
+    _change(ctx, "snooze", notes, json_out, until=until, for_=for_)
 
 
 @app.command()
@@ -320,11 +276,7 @@ def unsnooze(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON
     Example:
         vaultmem unsnooze "Kubernetes migration"
     """
-    from vaultmem.memory.notes import unsnooze_notes
-
-    config = load_config(ctx)
-    done = unsnooze_notes(config, _resolve(config, notes))
-    _print_changes(done, json_out, "unsnoozed", "not snoozed")
+    _change(ctx, "unsnooze", notes, json_out)
 
 
 @app.command()
@@ -336,11 +288,7 @@ def forget(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) 
     Example:
         vaultmem forget "Memcached for session cache"
     """
-    from vaultmem.memory.notes import forget_notes
-
-    config = load_config(ctx)
-    done = forget_notes(config, _resolve(config, notes))
-    _print_changes(done, json_out, "forgot", "already forgotten")
+    _change(ctx, "forget", notes, json_out)
 
 
 @app.command()
@@ -350,8 +298,4 @@ def restore(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON)
     Example:
         vaultmem restore "Memcached for session cache"
     """
-    from vaultmem.memory.notes import restore_notes
-
-    config = load_config(ctx)
-    done = restore_notes(config, _resolve(config, notes))
-    _print_changes(done, json_out, "restored", "already active")
+    _change(ctx, "restore", notes, json_out)

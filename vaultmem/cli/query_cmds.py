@@ -7,21 +7,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import app, load_config
-from vaultmem.cli.read_cmds import (
-    COLLECTION,
-    FOLDER,
-    JSON,
-    LIMIT,
-    NO_PRIOR,
-    NO_REVIEW,
-    STATUS,
-    TAG,
-    TYPE,
-    make_filters,
-    print_hits,
-    ranking_options,
-)
+from vaultmem.cli import app
+from vaultmem.cli.options import JSON, LIMIT, search_options
+from vaultmem.cli.read_cmds import run_search
+from vaultmem.model import Filters, SearchRequest
 
 if TYPE_CHECKING:
     from vaultmem.retrieval.query import QueryResult, Stage, StageScore, Trace
@@ -101,22 +90,24 @@ def print_explain(result: QueryResult) -> None:
 
 
 @app.command()
+@search_options()
 def query(
     ctx: typer.Context,
     text: str = typer.Argument(..., metavar="QUERY", help="What you are looking for."),
     limit: int = LIMIT,
     json_out: bool = JSON,
-    folder: str = FOLDER,
-    tag: str = TAG,
-    type_: str = TYPE,
-    status: str = STATUS,
-    collection: str = COLLECTION,
     candidates: int = typer.Option(
-        30, "--candidates", min=1, max=1000, help="How many fused results the reranker sees."
+        30,
+        "--candidates",
+        min=1,
+        max=1000,
+        metavar="N",
+        help="How many fused results the reranker sees.",
     ),
     intent: str = typer.Option(
         None,
         "--intent",
+        metavar="TEXT",
         help="What you are after (steers expansion, fragment choice and reranking; "
         "turns off the strong-signal bypass).",
     ),
@@ -133,8 +124,9 @@ def query(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No stderr line for stages skipped for want of a model."
     ),
-    no_prior: bool = NO_PRIOR,
-    no_review: bool = NO_REVIEW,
+    filters: Filters = Filters(),
+    prior: bool = True,
+    review: bool = True,
 ) -> None:
     """Hybrid search: keywords and vectors, LLM query expansion, reranking, fusion.
 
@@ -153,31 +145,27 @@ def query(
     Example:
         vaultmem --vault example-vault query "that thing about caching we decided" -n 3
     """
-    from vaultmem.retrieval.query import QueryOptions, backends_for
-    from vaultmem.retrieval.query import query as run_query
+    from vaultmem import api
+    from vaultmem.cli import clock, open_vault
 
-    config = load_config(ctx)
-    options = QueryOptions(
-        limit=limit,
-        candidates=candidates,
-        intent=intent,
-        expand=config.query_expand if expand is None else expand,
-        rerank=not no_rerank,
-        filters=make_filters(folder, tag, type_, status, collection),
-        ranking=ranking_options(config, no_prior, no_review),
+    request = SearchRequest(
+        text, "hybrid", limit, filters, prior, review, candidates, intent, expand, not no_rerank
     )
-    result = run_query(config, text, backends=backends_for(config), options=options)
-    # Human --explain lists skipped stages with their reasons; anything else gets one
-    # stderr line per degradation, so a pipe of --json stays clean on stdout.
-    if not quiet and not (explain and not json_out):
-        for stage in result.degraded:
-            typer.echo(stage_line(stage), err=True)
-    if json_out and explain:
+    if not explain:
+        found = run_search(ctx, request, json_out).query
+        if not quiet and found is not None:
+            for stage in found.degraded:
+                typer.echo(stage_line(stage), err=True)
+        return
+    result = api.search(open_vault(ctx), request, now=clock()).query
+    assert result is not None
+    if json_out:
         shared = result.explain_json()
         for hit, trace in zip(result.hits, result.traces, strict=True):
             payload = {**hit.as_json(), "explain": {**shared, **trace.as_json()}}
             typer.echo(json.dumps(payload, ensure_ascii=False))
-    elif explain:
-        print_explain(result)
+        if not quiet:
+            for stage in result.degraded:
+                typer.echo(stage_line(stage), err=True)
     else:
-        print_hits(list(result.hits), json_out)
+        print_explain(result)

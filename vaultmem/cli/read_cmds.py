@@ -7,53 +7,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import app, load_config
+from vaultmem.cli import app, clock, open_vault
+from vaultmem.cli.options import JSON, LIMIT, search_options
+from vaultmem.model import Filters, SearchRequest
 
 if TYPE_CHECKING:
-    from vaultmem.config import Config
-    from vaultmem.retrieval.hits import Filters, Hit
-    from vaultmem.retrieval.memory_rank import RankingOptions
-
-LIMIT = typer.Option(10, "-n", "--limit", min=1, max=1000, help="How many results.")
-JSON = typer.Option(False, "--json", help="One JSON object per line.")
-FOLDER = typer.Option(None, "--folder", help="Only notes under this folder.")
-TAG = typer.Option(None, "--tag", help="Only notes with this tag (nested tags match: a ⊃ a/b).")
-TYPE = typer.Option(None, "--type", help="Only notes of this type (decision, preference, …).")
-STATUS = typer.Option(
-    None, "--status", help="Only notes in this status (forgotten/archived are hidden otherwise)."
-)
-COLLECTION = typer.Option(None, "--collection", help="Only notes of this configured collection.")
-NO_PRIOR = typer.Option(
-    False, "--no-prior", help="Rank by relevance alone (no recency/confidence/quality/pin prior)."
-)
-NO_REVIEW = typer.Option(
-    False, "--no-review", help="Give no result slots to fading notes due for review."
-)
-
-
-def ranking_options(config: Config, no_prior: bool, no_review: bool) -> RankingOptions | None:
-    """The memory-aware ranking the flags and config ask for (None: plain retrieval order)."""
-    from vaultmem.cli import clock
-    from vaultmem.retrieval.memory_rank import RankingOptions
-
-    weight = 0.0 if no_prior else config.prior_weight
-    share = 0.0 if no_review else config.review_share
-    if weight == 0 and share == 0:
-        return None
-    return RankingOptions(now=clock(), weight=weight, review_share=share)
-
-
-def make_filters(
-    folder: str | None,
-    tag: str | None,
-    type_: str | None,
-    status: str | None,
-    collection: str | None,
-) -> Filters:
-    """The Filters value of the shared filter flags."""
-    from vaultmem.retrieval.hits import Filters
-
-    return Filters(folder=folder, tag=tag, type=type_, status=status, collection=collection)
+    from vaultmem.api import SearchResult
+    from vaultmem.model import Hit
 
 
 def print_hits(hits: list[Hit], json_out: bool) -> None:
@@ -73,18 +33,15 @@ def print_hits(hits: list[Hit], json_out: bool) -> None:
 
 
 @app.command()
+@search_options()
 def search(
     ctx: typer.Context,
-    query: str = typer.Argument(..., help="Words to look for (any text is safe)."),
+    query: str = typer.Argument(..., metavar="QUERY", help="Words to look for (any text is safe)."),
     limit: int = LIMIT,
     json_out: bool = JSON,
-    folder: str = FOLDER,
-    tag: str = TAG,
-    type_: str = TYPE,
-    status: str = STATUS,
-    collection: str = COLLECTION,
-    no_prior: bool = NO_PRIOR,
-    no_review: bool = NO_REVIEW,
+    filters: Filters = Filters(),
+    prior: bool = True,
+    review: bool = True,
 ) -> None:
     """Keyword search (BM25F over titles, aliases, headings, tags and text).
 
@@ -97,13 +54,16 @@ def search(
     Example:
         vaultmem --vault example-vault search "redis cache invalidation" -n 5
     """
-    from vaultmem.retrieval.search import search as run_search
+    run_search(ctx, SearchRequest(query, "keyword", limit, filters, prior, review), json_out)
 
-    config = load_config(ctx)
-    filters = make_filters(folder, tag, type_, status, collection)
-    ranking = ranking_options(config, no_prior, no_review)
-    hits = run_search(config, query, limit=limit, filters=filters, ranking=ranking)
-    print_hits(hits, json_out)
+
+def run_search(ctx: typer.Context, request: SearchRequest, json_out: bool) -> SearchResult:
+    """Run a search of any mode and print its hits (the shared body of the search commands)."""
+    from vaultmem import api
+
+    result = api.search(open_vault(ctx), request, now=clock())
+    print_hits(list(result.hits), json_out)
+    return result
 
 
 @app.command()
@@ -121,10 +81,9 @@ def get(
     Example:
         vaultmem --vault example-vault get "Release process" --json
     """
-    from vaultmem.lookup import find_note
+    from vaultmem import api
 
-    config = load_config(ctx)
-    found = find_note(config, note)
+    found = api.get(open_vault(ctx), note)
     if json_out:
         typer.echo(json.dumps(found.as_json(), ensure_ascii=False))
     else:

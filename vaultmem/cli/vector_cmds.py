@@ -7,21 +7,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import ProgressBar, app, load_config
-from vaultmem.cli.read_cmds import (
-    COLLECTION,
-    FOLDER,
-    JSON,
-    LIMIT,
-    NO_PRIOR,
-    NO_REVIEW,
-    STATUS,
-    TAG,
-    TYPE,
-    make_filters,
-    print_hits,
-    ranking_options,
-)
+from vaultmem.cli import ProgressBar, app, load_config, open_vault
+from vaultmem.cli.options import JSON, LIMIT, NOTE, search_options
+from vaultmem.cli.read_cmds import print_hits, run_search
+from vaultmem.model import Filters, SearchRequest
 
 if TYPE_CHECKING:
     from vaultmem.config import Config
@@ -74,18 +63,17 @@ def embed(
 
 
 @app.command()
+@search_options()
 def vsearch(
     ctx: typer.Context,
-    query: str = typer.Argument(..., help="What you are looking for, in your own words."),
+    query: str = typer.Argument(
+        ..., metavar="QUERY", help="What you are looking for, in your own words."
+    ),
     limit: int = LIMIT,
     json_out: bool = JSON,
-    folder: str = FOLDER,
-    tag: str = TAG,
-    type_: str = TYPE,
-    status: str = STATUS,
-    collection: str = COLLECTION,
-    no_prior: bool = NO_PRIOR,
-    no_review: bool = NO_REVIEW,
+    filters: Filters = Filters(),
+    prior: bool = True,
+    review: bool = True,
 ) -> None:
     """Semantic search: the notes whose fragments are nearest in meaning to the query.
 
@@ -96,38 +84,23 @@ def vsearch(
     Example:
         vaultmem --vault example-vault vsearch "how do I deploy" -n 3
     """
-    from vaultmem.retrieval.vsearch import vsearch as run_vsearch
-
-    config = load_config(ctx)
-    filters = make_filters(folder, tag, type_, status, collection)
-    ranking = ranking_options(config, no_prior, no_review)
-    embedder = require_embedder(config)
-    hits = run_vsearch(config, query, embedder, limit=limit, filters=filters, ranking=ranking)
-    print_hits(hits, json_out)
+    run_search(ctx, SearchRequest(query, "semantic", limit, filters, prior, review), json_out)
 
 
 @app.command()
+@search_options(ranking=False)
 def similar(
     ctx: typer.Context,
-    note: str = typer.Argument(..., help="Path, title, alias or file name of the note."),
+    note: str = NOTE,
     limit: int = LIMIT,
     json_out: bool = JSON,
-    folder: str = FOLDER,
-    tag: str = TAG,
-    type_: str = TYPE,
-    status: str = STATUS,
-    collection: str = COLLECTION,
+    filters: Filters = Filters(),
 ) -> None:
     """Notes closest in meaning to NOTE (by the mean of its fragment vectors).
 
     Example:
         vaultmem --vault example-vault similar "Redis for caching" -n 5
     """
-    from vaultmem.lookup import resolve
-    from vaultmem.retrieval.vsearch import similar as run_similar
+    from vaultmem import api
 
-    config = load_config(ctx)
-    path = resolve(config, note)
-    filters = make_filters(folder, tag, type_, status, collection)
-    hits = run_similar(config, path, require_embedder(config), limit=limit, filters=filters)
-    print_hits(hits, json_out)
+    print_hits(api.similar(open_vault(ctx), note, limit=limit, filters=filters), json_out)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,21 +19,23 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from whoosh import index as windex
-from whoosh import query as q
-from whoosh import scoring
-from whoosh.analysis import STOP_WORDS, Analyzer, LowercaseFilter, RegexTokenizer
-from whoosh.codec.whoosh3 import W3Codec
-from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
-from whoosh.lang.porter import stem
-from whoosh.query import Query
-from whoosh.system import pack_uint
-
 from vaultmem.errors import IndexStateError, VaultmemError
 from vaultmem.index import manifest as mf
 from vaultmem.index.manifest import Entry, memory_keys
+from vaultmem.index.whoosh_light import light_imports
 from vaultmem.markdown import expand_tag
-from vaultmem.retrieval.hits import HIDDEN_STATUSES, Filters
+from vaultmem.model import HIDDEN_STATUSES, Filters
+
+with light_imports():
+    from whoosh import index as windex
+    from whoosh import query as q
+    from whoosh import scoring
+    from whoosh.analysis import STOP_WORDS, Analyzer, LowercaseFilter, RegexTokenizer
+    from whoosh.codec.whoosh3 import W3Codec
+    from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+    from whoosh.lang.porter import stem
+    from whoosh.query import Query
+    from whoosh.system import pack_uint
 
 if TYPE_CHECKING:
     from whoosh.index import Index
@@ -245,6 +246,8 @@ def location(cache_dir: Path, generation: str) -> Path:
 
 def new_generation() -> str:
     """A fresh generation id (unique: a rebuild never writes into a live folder)."""
+    import secrets  # for writers only: a search never starts a generation
+
     return f"{time.time_ns():x}{secrets.token_hex(2)}"
 
 
@@ -314,7 +317,10 @@ class LexicalIndex:
             if not state.generation:
                 raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
             directory = location(cache_dir, state.generation)
-            problem = check(directory, state.fingerprint)
+            # Pending: a writer is between its first Whoosh write and the manifest
+            # commit (or was killed there); Whoosh's table of contents keeps the
+            # files a reader opens consistent, and the next `index` re-checks them.
+            problem = "" if state.pending else check(directory, state.fingerprint)
             if not problem:
                 return cls.open_dir(directory, hint="run `vaultmem index`")
             time.sleep(0.05)  # a writer may be between its keyword and manifest commits
@@ -420,6 +426,16 @@ class LexicalIndex:
             raise
         except Exception as exc:
             raise damaged(self.directory, exc, "run `vaultmem index`") from None
+
+    def refresh(self) -> None:
+        """See commits made since the searcher opened (another process's update)."""
+        if self._searcher is not None:
+            with self._guard():
+                if not self._searcher.up_to_date():
+                    # Not Searcher.refresh(): it reuses a segment's reader by segment id,
+                    # so deletions committed since (an updated note) stay invisible.
+                    self._searcher.close()
+                    self._searcher = None
 
     def close(self) -> None:
         """Release the searcher's files."""

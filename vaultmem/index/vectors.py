@@ -142,14 +142,7 @@ class VectorStore:
             raise VaultmemError("embedding model id is empty")
         if dimension <= 0:
             raise VaultmemError(f"embedding dimension must be positive, got {dimension}")
-        _quiet_chromadb()
-        if chroma.host:
-            where = f"Chroma server {_hostport(chroma)}"
-            client = _http_client(chroma, where)
-        else:
-            path = (Path(cache_dir) / "chroma").resolve()
-            where = f"vector store {path}"
-            client = _persistent_client(path, where)
+        client, where = _connect(cache_dir, chroma)
         name = collection_name(model_id, dimension)
         try:
             with _translate(where, chroma, "opening collection " + name):
@@ -268,17 +261,8 @@ class VectorStore:
     def models(self) -> list[tuple[str, int, int]]:
         """Every vaultmem collection in this Chroma: (model id, dimension, count), sorted."""
         client = self._live_client()
-        out: list[tuple[str, int, int]] = []
         with self._guard("listing collections"):
-            for collection in client.list_collections():
-                meta = collection.metadata or {}
-                model, dim = meta.get(_META_MODEL), meta.get(_META_DIM)
-                if not collection.name.startswith(_PREFIX) or not isinstance(model, str):
-                    continue
-                if not isinstance(dim, int):
-                    continue
-                out.append((model, dim, int(collection.count())))
-        return sorted(out)
+            return _our_collections(client)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -362,7 +346,51 @@ class VectorStore:
         return matrix
 
 
+def stored_models(
+    cache_dir: Path, chroma: ChromaConfig | None = None
+) -> list[tuple[str, int, int]]:
+    """:meth:`VectorStore.models` without opening a collection (for `doctor`).
+
+    An embedded store that was never created is not created: the answer is then [].
+    """
+    chroma = chroma or ChromaConfig()
+    if not chroma.host and not (Path(cache_dir) / "chroma").is_dir():
+        return []
+    client, where = _connect(cache_dir, chroma)
+    try:
+        with _translate(where, chroma, "listing collections"):
+            return _our_collections(client)
+    finally:
+        _close_client(client)
+
+
+def _our_collections(client: ClientAPI) -> list[tuple[str, int, int]]:
+    """Every vaultmem collection of a client: (model id, dimension, count), sorted."""
+    out: list[tuple[str, int, int]] = []
+    for collection in client.list_collections():
+        meta = collection.metadata or {}
+        model, dim = meta.get(_META_MODEL), meta.get(_META_DIM)
+        if not collection.name.startswith(_PREFIX) or not isinstance(model, str):
+            continue
+        if not isinstance(dim, int):
+            continue
+        out.append((model, dim, int(collection.count())))
+    return sorted(out)
+
+
 # -- clients ----------------------------------------------------------------------------
+
+
+def _connect(cache_dir: Path, chroma: ChromaConfig) -> tuple[ClientAPI, str]:
+    """A client of the configured Chroma (embedded under ``cache_dir`` unless a server is
+    named), and how messages name it."""
+    _quiet_chromadb()
+    if chroma.host:
+        where = f"Chroma server {_hostport(chroma)}"
+        return _http_client(chroma, where), where
+    path = (Path(cache_dir) / "chroma").resolve()
+    where = f"vector store {path}"
+    return _persistent_client(path, where), where
 
 
 def _hostport(chroma: ChromaConfig) -> str:

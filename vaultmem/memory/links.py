@@ -28,8 +28,8 @@ from vaultmem.errors import NoteError, VaultmemError
 from vaultmem.frontmatter import BOM, OWNED_KEYS, WriteResult
 from vaultmem.indexer import refresh_paths
 from vaultmem.lookup import note_names
-from vaultmem.memory.state import link_targets
 from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
+from vaultmem.memory_state import link_targets
 from vaultmem.note import Note, parse_note, read_note
 from vaultmem.vault import LinkResolver, NoteName
 
@@ -38,9 +38,11 @@ __all__ = [
     "PAIRED",
     "SUPERSEDED",
     "Backlink",
+    "DanglingLink",
     "LinkChange",
     "LinkRef",
     "NoteLinks",
+    "dangling_links",
     "link",
     "links_of",
     "unlink",
@@ -378,3 +380,29 @@ def links_of(config: Config, path: str) -> NoteLinks:
         wikilinks=_refs((x.target for x in note.links), path, resolver),
         backlinks=_backlinks(config, note, (n.path for n in names), resolver),
     )
+
+
+@dataclass(frozen=True)
+class DanglingLink:
+    """A typed link (``type: "[[target]]"`` in ``path``) that resolves to no note."""
+
+    path: str
+    type: str
+    target: str
+
+
+def dangling_links(config: Config, memory: Mapping[str, Mapping[str, Any]]) -> list[DanglingLink]:
+    """The typed links that resolve to no note, read from what the index holds.
+
+    ``memory`` is path → owned keys of each indexed note (the manifest's ``Entry.memory``);
+    names come from :func:`~vaultmem.lookup.note_names`, so a link resolves as `links` does.
+    """
+    resolver = LinkResolver(note_names(config))
+    return [
+        DanglingLink(path, link_type, target)
+        for path, keys in sorted(memory.items())
+        for link_type in LINK_TYPES
+        if link_type in keys
+        for target in link_targets(keys[link_type])
+        if resolver.resolve_link(target, path) is None
+    ]

@@ -19,8 +19,8 @@ from vaultmem.config import Config
 from vaultmem.frontmatter import WriteResult
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import refresh_paths
-from vaultmem.memory.state import as_float, as_int, note_memory
 from vaultmem.memory.writeback import edit_notes, edit_notes_locked, locked
+from vaultmem.memory_state import as_float, as_int, note_memory
 from vaultmem.note import read_note
 from vaultmem.scores import (
     MemoryState,
@@ -63,7 +63,7 @@ def state_from_meta(meta: Mapping[Any, Any], mtime_ns: int = 0) -> MemoryState:
     """The :class:`MemoryState` of a note from its parsed frontmatter (and file mtime).
 
     Goes through the same lenient reading as the manifest view
-    (:func:`vaultmem.memory.state.note_memory`), so a score printed by `touch` is the
+    (:func:`vaultmem.memory_state.note_memory`), so a score printed by `touch` is the
     score ranking, `promote` and `gc` see for the same frontmatter.
     """
     entry = mf.Entry(

@@ -42,8 +42,8 @@ from vaultmem.indexer import refresh_paths
 from vaultmem.inference.base import Embedder
 from vaultmem.lookup import note_names
 from vaultmem.memory.notes import Reinforced, reinforce_locked
-from vaultmem.memory.state import RETIRED_STATUSES
 from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
+from vaultmem.memory_state import RETIRED_STATUSES
 from vaultmem.note import Note, read_note
 from vaultmem.prompts import render_note
 from vaultmem.scores import (

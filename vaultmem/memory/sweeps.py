@@ -46,8 +46,8 @@ from vaultmem.frontmatter import parse_meta, split, update_note
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import index_vault, refresh_paths
 from vaultmem.markdown import INLINE_CODE_RE, WIKILINK_RE, outline
-from vaultmem.memory.state import NoteMemory, note_memory
 from vaultmem.memory.writeback import locked
+from vaultmem.memory_state import NoteMemory, note_memory
 from vaultmem.note import parse_note
 from vaultmem.scores import (
     MemoryState,

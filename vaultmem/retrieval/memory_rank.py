@@ -22,8 +22,8 @@ from pathlib import PurePosixPath
 
 from vaultmem import scores
 from vaultmem.index.manifest import Entry
-from vaultmem.memory.state import NoteMemory, note_memory
-from vaultmem.retrieval.hits import HIDDEN_STATUSES, Hit
+from vaultmem.memory_state import NoteMemory, note_memory
+from vaultmem.model import HIDDEN_STATUSES, Hit
 
 __all__ = [
     "REVIEW_MIN_RELEVANCE",

@@ -46,8 +46,8 @@ from vaultmem.index.lexical import LexicalHit, LexicalIndex, analyse, query_term
 from vaultmem.inference.base import Embedder
 from vaultmem.inference.llm import JSONReplyError, LLMClient, parse_json_reply
 from vaultmem.inference.rerank import Reranker
+from vaultmem.model import Filters, Hit
 from vaultmem.retrieval import fusion, memory_rank
-from vaultmem.retrieval.hits import Filters, Hit
 from vaultmem.retrieval.memory_rank import Ranked, RankingOptions
 from vaultmem.retrieval.snippets import MAX_SNIPPET, best_line
 
@@ -613,11 +613,14 @@ def _vector_lists(
             queries.append((f"vec:sem-{n}", variant, fusion.VARIANT_WEIGHT * factor))
         if expansion.hypothetical:
             queries.append(("vec:hyde", expansion.hypothetical, fusion.VARIANT_WEIGHT * factor))
-    from vaultmem.embedding import read_record, record_path
+    from vaultmem.index.records import read_record, record_path
     from vaultmem.retrieval.vsearch import nearest_notes_many
 
-    if not read_record(record_path(config.cache_dir, embedder.model_id)):
-        # Checked before the model loads or the endpoint is called: nothing to search.
+    # An opened vector index (a warm caller) has vectors; else check cheaply before the
+    # model loads or the endpoint is called: nothing to search without them.
+    if backends.vectors is None and not read_record(
+        record_path(config.cache_dir, embedder.model_id)
+    ):
         why = f"no vectors for model {embedder.model_id} yet: run `vaultmem embed`"
         return Stage("vectors", "skipped", f"{why}: BM25 only")
     try:
@@ -652,7 +655,7 @@ class _Fragments:
     """
 
     def __init__(self, config: Config, max_chars: int) -> None:
-        from vaultmem.embedding import FragmentCache
+        from vaultmem.index.records import FragmentCache
 
         self.config = config
         self.max_chars = max_chars
@@ -682,7 +685,7 @@ class _Fragments:
         return pieces
 
     def _split(self, path: str) -> list[_Piece]:
-        from vaultmem.embedding import note_fragments
+        from vaultmem.index.records import note_fragments
         from vaultmem.note import parse_note
 
         try:

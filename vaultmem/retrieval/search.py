@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vaultmem.config import Config
 from vaultmem.index.lexical import LexicalHit, LexicalIndex, query_terms
-from vaultmem.retrieval.hits import Filters, Hit
+from vaultmem.model import Filters, Hit
 from vaultmem.retrieval.memory_rank import RankingOptions, rank
 from vaultmem.retrieval.snippets import Snippet, best_line
 from vaultmem.vault import in_collection

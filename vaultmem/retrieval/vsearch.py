@@ -7,12 +7,12 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from vaultmem.config import Config
-from vaultmem.embedding import FragmentRef, fragment_map
 from vaultmem.errors import IndexStateError
 from vaultmem.index import manifest as mf
+from vaultmem.index.records import FragmentRef, fragment_map
 from vaultmem.inference.base import Embedder
 from vaultmem.markdown import expand_tag
-from vaultmem.retrieval.hits import HIDDEN_STATUSES, Filters, Hit
+from vaultmem.model import HIDDEN_STATUSES, Filters, Hit
 from vaultmem.retrieval.memory_rank import RankingOptions, rank_hits
 from vaultmem.retrieval.search import RANKING_DEPTH
 from vaultmem.retrieval.snippets import MAX_SNIPPET
@@ -100,6 +100,10 @@ class VectorIndex:
             models = self._store.models()
             self._store.close()
             raise IndexStateError(_no_vectors(embedder.model_id, models))
+
+    def reload(self) -> None:
+        """Read the manifest and fragment owners again (notes changed; the store did not)."""
+        self._idx = _load(self.config, self.embedder)
 
     def close(self) -> None:
         """Release the vector store."""
@@ -263,15 +267,23 @@ def vsearch(
 
 
 def similar(
-    config: Config, path: str, embedder: Embedder, *, limit: int = 10, filters: Filters = Filters()
+    config: Config,
+    path: str,
+    embedder: Embedder,
+    *,
+    limit: int = 10,
+    filters: Filters = Filters(),
+    index: VectorIndex | None = None,
 ) -> list[Hit]:
     """Notes closest to the note at ``path`` (the mean of its fragment vectors)."""
-    with VectorIndex(config, embedder) as index:
-        vectors = index.note_vectors(path)
-        if not vectors:
-            raise IndexStateError(f"{path} has no vectors yet: run `vaultmem embed`")
-        mean = [sum(col) / len(vectors) for col in zip(*vectors, strict=True)]
-        norm = sum(x * x for x in mean) ** 0.5 or 1.0
-        centre = [x / norm for x in mean]
-        hits = index.nearest_many([centre], limit=limit, filters=filters, exclude=path)[0]
-        return with_snippets(config, hits)
+    if index is None:
+        with VectorIndex(config, embedder) as opened:
+            return similar(config, path, embedder, limit=limit, filters=filters, index=opened)
+    vectors = index.note_vectors(path)
+    if not vectors:
+        raise IndexStateError(f"{path} has no vectors yet: run `vaultmem embed`")
+    mean = [sum(col) / len(vectors) for col in zip(*vectors, strict=True)]
+    norm = sum(x * x for x in mean) ** 0.5 or 1.0
+    centre = [x / norm for x in mean]
+    hits = index.nearest_many([centre], limit=limit, filters=filters, exclude=path)[0]
+    return with_snippets(config, hits)

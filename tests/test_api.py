@@ -1,0 +1,143 @@
+"""The core API every front end shares: request validation, and an OpenVault that stays
+current while other processes index, rebuild, write and embed."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from conftest import run_vaultmem
+
+from vaultmem import api
+from vaultmem.config import build
+from vaultmem.errors import NoteNotFound, RequestError
+from vaultmem.model import Filters, RememberRequest, SearchRequest
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _paths(vault: api.OpenVault, text: str, mode: str = "keyword") -> list[str]:
+    request = SearchRequest(text, mode=mode, limit=5, prior=False, review=False)
+    return [h.path for h in api.search(vault, request, now=NOW).hits]
+
+
+@pytest.fixture
+def indexed(vault: Path) -> Path:
+    assert run_vaultmem(vault, "index").returncode == 0
+    return vault
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"mode": "fuzzy"}, "unknown mode 'fuzzy'"),
+        ({"limit": 0}, "limit must be a whole number from 1 to 1000"),
+        ({"limit": True}, "limit must be a whole number"),
+        ({"candidates": 5000}, "candidates must be"),
+        ({"query": "x" * 10_001}, "longer than 10000"),
+    ],
+)
+def test_search_request_is_checked_once(fields: dict, message: str) -> None:
+    with pytest.raises(RequestError, match=message) as caught:
+        SearchRequest(**{"query": "redis", **fields})
+    assert caught.value.exit_code == 2
+
+
+def test_remember_request_normalises_and_checks() -> None:
+    request = RememberRequest("No deploys on Fridays", type=" Decision ", tags=("ops, #release",))
+    assert (request.type, request.tags) == ("decision", ("ops", "release"))
+    with pytest.raises(RequestError, match="unknown type 'hunch'"):
+        RememberRequest("x", type="hunch")
+    with pytest.raises(RequestError, match="text is empty"):
+        RememberRequest("  \n")
+
+
+def test_open_vault_sees_notes_indexed_by_another_process(indexed: Path) -> None:
+    vault = api.OpenVault(build(indexed, {}), warm=True)
+    assert _paths(vault, "zanzibar quokka") == []
+    searcher = vault.lexical().searcher()
+    (indexed / "inbox" / "quokka.md").write_text("# Quokka\n\nzanzibar quokka sightings\n")
+    assert run_vaultmem(indexed, "index").returncode == 0
+    assert _paths(vault, "zanzibar quokka") == ["inbox/quokka.md"]
+    # The same generation was updated in place: the searcher was refreshed, not reopened
+    # from scratch (and a rebuild makes a new generation, which is reopened).
+    assert vault.lexical().searcher() is not searcher
+    assert run_vaultmem(indexed, "index", "--rebuild").returncode == 0
+    assert _paths(vault, "zanzibar quokka") == ["inbox/quokka.md"]
+    (indexed / "inbox" / "quokka.md").unlink()
+    assert run_vaultmem(indexed, "index").returncode == 0
+    assert _paths(vault, "zanzibar quokka") == []
+    vault.close()
+
+
+def test_open_vault_keeps_its_searcher_while_nothing_changes(indexed: Path) -> None:
+    vault = api.OpenVault(build(indexed, {}), warm=True)
+    first = vault.lexical()
+    _paths(vault, "redis")
+    assert vault.lexical() is first
+    assert first.searcher() is vault.lexical().searcher()
+
+
+def test_warm_vectors_follow_an_embed_sweep_of_another_process(
+    embedded_example: Path, tmp_path: Path, vectors_on: None
+) -> None:
+    copy = tmp_path / "vault"
+    shutil.copytree(embedded_example, copy)
+    vault = api.OpenVault(build(copy, {}), warm=True)
+    assert _paths(vault, "hedgehog hibernation in winter", "semantic")
+    store = vault._vectors
+    (copy / "inbox" / "hedgehogs.md").write_text(
+        "# Hedgehogs\n\nHedgehogs hibernate through the winter in leaf nests.\n"
+    )
+    env = {"VAULTMEM_EMBEDDER": "local"}
+    assert run_vaultmem(copy, "index", env=env).returncode == 0
+    assert run_vaultmem(copy, "embed", env=env).returncode == 0
+    assert _paths(vault, "hedgehog hibernation in winter", "semantic")[0] == "inbox/hedgehogs.md"
+    assert vault._vectors is not store  # the store was reopened, not read stale
+    vault.close()
+
+
+def test_change_and_reinforce_resolve_every_name_before_writing(indexed: Path) -> None:
+    vault = api.OpenVault(build(indexed, {}))
+    note = indexed / "projects" / "Kubernetes migration.md"
+    before = note.read_bytes()
+    with pytest.raises(NoteNotFound):
+        api.change(vault, "pin", ["Kubernetes migration", "no such note"], now=NOW)
+    assert note.read_bytes() == before
+    with pytest.raises(RequestError, match="unknown action 'archive'"):
+        api.change(vault, "archive", ["Kubernetes migration"], now=NOW)
+    with pytest.raises(RequestError, match="pin takes no until or for"):
+        api.change(vault, "pin", ["Kubernetes migration"], now=NOW, for_="3d")
+    with pytest.raises(RequestError, match="until/for"):
+        api.change(vault, "snooze", ["Kubernetes migration"], now=NOW)
+    (done,) = api.change(vault, "snooze", ["Kubernetes migration"], now=NOW, for_="3d")
+    assert done.changed and "snoozed_until: 2026-12-04" in note.read_text()
+    (touched,) = api.reinforce(vault, ["Kubernetes migration"], now=NOW)
+    assert touched.use_count == touched.use_count_before + 1
+
+
+def test_filters_and_modes_share_one_request(indexed: Path) -> None:
+    vault = api.OpenVault(build(indexed, {}))
+    request = SearchRequest("redis", limit=10, filters=Filters(folder="decisions"))
+    hits = api.search(vault, request, now=NOW).hits
+    assert hits and all(h.path.startswith("decisions/") for h in hits)
+    hybrid = api.search(vault, SearchRequest("redis", mode="hybrid", limit=3), now=NOW)
+    assert hybrid.query is not None and len(hybrid.hits) == 3
+    assert hybrid.as_json()["hits"][0]["path"] == hybrid.hits[0].path
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [(None, None, "a\nb\nc\n"), (2, None, "b\nc\n"), (None, 1, "a\n"), (2, 2, "b\n"), (9, 12, "")],
+)
+def test_excerpt(start: int | None, end: int | None, expected: str) -> None:
+    assert api.excerpt("a\nb\nc\n", start, end) == expected
+
+
+def test_excerpt_refuses_backwards_and_zero() -> None:
+    with pytest.raises(RequestError, match="before start line"):
+        api.excerpt("a\n", 3, 2)
+    with pytest.raises(RequestError, match="start line must be 1 or more"):
+        api.excerpt("a\n", 0, 2)

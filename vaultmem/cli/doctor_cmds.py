@@ -1,0 +1,122 @@
+"""`doctor` (what is wrong with a vault, and the safe repairs) and `cron` (routine jobs)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from vaultmem.cli import app, load_config
+
+if TYPE_CHECKING:
+    from vaultmem.doctor import DoctorReport, Finding
+
+_LABELS = {"ok": "ok", "warn": "warn", "problem": "PROBLEM"}
+
+
+@app.command()
+def doctor(
+    ctx: typer.Context,
+    repair: bool = typer.Option(
+        False,
+        "--repair",
+        help="Fix what is safe (rebuild caches, drop orphan vectors, clear a dead server "
+        "file), then check again.",
+    ),
+    json_out: bool = typer.Option(
+        False, "--json", help='One object: {"healthy": bool, "findings": [...]}.'
+    ),
+) -> None:
+    """Check everything that can be wrong with the vault; with --repair, fix what is safe.
+
+    Checks the configuration (unknown keys, bad values), the index and embed locks, the
+    keyword index against the manifest and the notes (damage, interrupted updates, stale
+    notes), notes that do not parse and owned values that are invalid, typed links that
+    resolve to no note, the vector store (model and dimension of each collection, orphan
+    and missing vectors, its record), each configured endpoint (one request, 2 s; keys are
+    never shown), Claude Code hooks and a running `serve`. One line per finding: ok, warn,
+    PROBLEM or repaired, with the command that fixes what doctor does not. --repair
+    re-indexes, deletes an unreadable vector store, drops orphan vectors and removes a dead
+    server's server.json; it never embeds (run `vaultmem embed`). Exit status: 0 healthy
+    (warnings allowed), 1 problems found (after --repair: problems left).
+
+    Example:
+        vaultmem --vault ~/notes doctor --repair
+    """
+    from vaultmem import config as cfg
+    from vaultmem import doctor as doc
+
+    obj = ctx.find_root().obj or {}
+    checked = cfg.check(
+        vault_flag=obj.get("vault"),
+        env=dict(os.environ),
+        cwd=Path.cwd(),
+        overrides={"cache_dir": obj.get("cache_dir")},
+    )
+    if checked.config is None:
+        report = doc.config_failure(checked.error, checked.warnings)
+    else:
+        around = doc.Surroundings(home=Path.home(), cwd=Path.cwd())
+        report = doc.diagnose(checked.config, around)
+        if repair:
+            report = doc.repair(checked.config, report, around)
+    if json_out:
+        typer.echo(json.dumps(report.as_json(), ensure_ascii=False))
+    else:
+        for finding in report.findings:
+            typer.echo(_line(finding, repair))
+        typer.echo(_summary(report, repair), err=True)
+    if not report.healthy:
+        raise typer.Exit(1)
+
+
+def _line(finding: Finding, repairing: bool) -> str:
+    label = "repaired" if finding.repaired else _LABELS[finding.severity]
+    line = f"{label:<8} {finding.check:<13} {finding.message}"
+    if finding.severity == "ok":
+        return line
+    if finding.repairable and not repairing:
+        return f"{line}  [--repair fixes it]"
+    return f"{line}  (fix: {finding.fix})" if finding.fix else line
+
+
+def _summary(report: DoctorReport, repairing: bool) -> str:
+    problems, warnings = report.count("problem"), report.count("warn")
+    repaired = sum(1 for f in report.findings if f.repaired)
+    parts = [f"{repaired} repaired"] if repaired else []
+    parts += [f"{problems} problem(s)", f"{warnings} warning(s)"]
+    fixable = sum(1 for f in report.findings if f.repairable and not f.repaired)
+    if fixable and not repairing:
+        parts.append(f"{fixable} fixed by `vaultmem doctor --repair`")
+    verdict = "healthy" if report.healthy else "problems found"
+    return f"vaultmem doctor: {verdict}: {', '.join(parts)}"
+
+
+@app.command()
+def cron(
+    ctx: typer.Context,
+    systemd: bool = typer.Option(
+        False, "--systemd", help="Print a systemd .service/.timer pair for the embedding sweep."
+    ),
+) -> None:
+    """Print ready-to-paste crontab lines for this vault's routine jobs.
+
+    Every 15 minutes `index --no-embed` then `embed` (the embedding sweep), nightly
+    `promote`, weekly `gc --dry-run` as a report. Paths are absolute and quoted for the
+    shell, so a vault path with spaces works; comments explain the exit codes (0 done,
+    1 error, 75 busy: another run holds the lock, the next run catches up). --systemd
+    prints a user .service and .timer for the sweep instead (75 counts as success).
+
+    Example:
+        vaultmem --vault ~/notes cron >> my-crontab
+        vaultmem --vault ~/notes cron --systemd
+    """
+    from vaultmem.cli.hook_cmds import _launcher, _root_args
+    from vaultmem.cron import crontab, systemd_units
+
+    config = load_config(ctx)
+    render = systemd_units if systemd else crontab
+    typer.echo(render(_launcher(), config.vault, _root_args(ctx, config)), nl=False)

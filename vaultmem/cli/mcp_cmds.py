@@ -1,0 +1,132 @@
+"""`mcp`: the vault as an MCP server (see :mod:`vaultmem.servers.mcp`).
+
+Over stdio the protocol owns stdout: one stray line (a warning, a print, a library's
+banner) breaks the client. So nothing of vaultmem's reaches it: while the server is
+built, fd 1 itself points at stderr; while it serves, the SDK's transport keeps the wire
+on a private descriptor and points fd 1 at stderr, and ``sys.stdout`` writes through, so
+nothing waits in its buffer for fd 1 to be the wire again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import typer
+
+from vaultmem.cli import app, clock, load_config
+from vaultmem.cli.options import HOST, TOKEN
+
+if TYPE_CHECKING:
+    from mcp.server import MCPServer
+
+    from vaultmem.api import OpenVault
+
+
+@app.command()
+def mcp(
+    ctx: typer.Context,
+    http: bool = typer.Option(
+        False, "--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio."
+    ),
+    host: str = HOST,
+    port: int = typer.Option(
+        8766, "--port", min=1, max=65535, metavar="N", help="Port to bind with --http."
+    ),
+    token: str = TOKEN,
+) -> None:
+    """Serve the vault to agents over MCP (stdio, or streamable HTTP with --http).
+
+    Tools: search, get, remember, reinforce, flag (pin/forget/snooze and their undo),
+    links, status; every note is a resource at vault://PATH. The server keeps the
+    keyword index, the vector store and the embedding model open, and notices when
+    another process re-indexes. Over stdio nothing but protocol is written to stdout;
+    warnings go to stderr. --http binds 127.0.0.1 unless --host says otherwise, and any
+    other address needs --token. Stops on end of input, Ctrl-C or SIGTERM (exit 0).
+
+    Example:
+        vaultmem --vault ~/notes mcp
+        claude mcp add vaultmem -- vaultmem --vault ~/notes mcp
+        vaultmem --vault ~/notes mcp --http --port 8766
+    """
+    from vaultmem.api import OpenVault
+
+    if http:
+        from vaultmem.servers.rest import check_bind
+
+        check_bind(host, token)
+    with _stdout_to_stderr():
+        vault = OpenVault(load_config(ctx), warm=True)
+        server = _build(vault)
+    try:
+        if http:
+            _serve_http(server, host, port, token)
+        else:
+            _serve_stdio(server)
+    except KeyboardInterrupt:  # SIGINT, or SIGTERM (Terminated): the way a server ends
+        pass
+    finally:
+        vault.close()
+
+
+def _build(vault: OpenVault) -> MCPServer:
+    """The server, and a thread opening the searcher, vectors and model meanwhile (the
+    first tool call waits on the vault's lock rather than paying for them itself)."""
+    from vaultmem.servers.mcp import make_server
+    from vaultmem.servers.serve import _prewarm
+
+    def log(line: str) -> None:
+        typer.echo(f"vaultmem: {line}", err=True)
+
+    server = make_server(vault, clock=clock)  # first: its instructions read the vault
+    threading.Thread(target=_prewarm, args=(vault, log), name="vaultmem-warm", daemon=True).start()
+    return server
+
+
+def _serve_stdio(server: MCPServer) -> None:
+    stdout = sys.stdout
+    with contextlib.suppress(AttributeError, ValueError):
+        stdout.reconfigure(write_through=True, line_buffering=True)  # type: ignore[union-attr]
+    server.run("stdio")
+
+
+def _serve_http(server: MCPServer, host: str, port: int, token: str | None) -> None:
+    import uvicorn
+
+    from vaultmem.servers.mcp import http_app
+    from vaultmem.servers.rest import MAX_BODY, Guard, default_allowed_hosts
+
+    guarded = Guard(
+        http_app(server, host=host),
+        token=token,
+        allowed_hosts=default_allowed_hosts(host, port),
+        max_body=MAX_BODY,
+    )
+    typer.echo(f"serving MCP on http://{host}:{port}/mcp (Ctrl-C to stop)", err=True)
+    uvicorn.run(guarded, host=host, port=port, log_level="warning")
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Within: whatever writes to stdout (Python or C, fd 1) writes to stderr."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no fd 1 at all: nothing to protect
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+        return
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -1,0 +1,134 @@
+"""Options several commands share, declared once.
+
+:func:`search_options` gives a command the filter flags (``--folder --tag --type --status
+--collection``) as one :class:`~vaultmem.model.Filters` argument, and the memory-ranking
+flags (``--no-prior --no-review``) as ``prior``/``review`` booleans, so `search`,
+`vsearch`, `query` and `similar` cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LIMIT = typer.Option(10, "-n", "--limit", min=1, max=1000, metavar="N", help="How many results.")
+JSON = typer.Option(False, "--json", help="One JSON object per line.")
+NOTES = typer.Argument(..., metavar="NOTE...", help="Notes by path, title, alias or file name.")
+NOTE = typer.Argument(
+    ..., metavar="NOTE", help="Path, title, alias or file name of the note.", show_default=False
+)
+# The servers' (`serve`, `mcp --http`): where to listen, and the token off loopback.
+HOST = typer.Option(
+    "127.0.0.1", "--host", metavar="HOST", help="Address to bind (off loopback: --token)."
+)
+TOKEN = typer.Option(
+    None,
+    "--token",
+    envvar="VAULTMEM_SERVE_TOKEN",
+    metavar="TOKEN",
+    show_default=False,
+    help="Bearer token every request must carry (needed off loopback).",
+)
+
+_FILTERS: list[tuple[str, Any]] = [
+    (
+        "folder",
+        typer.Option(None, "--folder", metavar="FOLDER", help="Only notes under this folder."),
+    ),
+    (
+        "tag",
+        typer.Option(
+            None,
+            "--tag",
+            metavar="TAG",
+            help="Only notes with this tag (nested tags match: a ⊃ a/b).",
+        ),
+    ),
+    (
+        "type_",
+        typer.Option(
+            None,
+            "--type",
+            metavar="TYPE",
+            help="Only notes of this type (decision, preference, …).",
+        ),
+    ),
+    (
+        "status",
+        typer.Option(
+            None,
+            "--status",
+            metavar="STATUS",
+            help="Only notes in this status (forgotten/archived are hidden otherwise).",
+        ),
+    ),
+    (
+        "collection",
+        typer.Option(
+            None, "--collection", metavar="NAME", help="Only notes of this configured collection."
+        ),
+    ),
+]
+RANKING_FLAGS: dict[str, Any] = {
+    "no_prior": typer.Option(
+        False,
+        "--no-prior",
+        help="Rank by relevance alone (no recency/confidence/quality/pin prior).",
+    ),
+    "no_review": typer.Option(
+        False, "--no-review", help="Give no result slots to fading notes due for review."
+    ),
+}
+
+
+def _parameter(name: str, option: Any, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation
+    )
+
+
+def search_options(*, ranking: bool = True) -> Callable[[F], F]:
+    """Add the filter flags (as ``filters``) and, with ``ranking``, ``--no-prior`` and
+    ``--no-review`` (as ``prior`` and ``review``) to a command function.
+
+    Example:
+        >>> @app.command()  # doctest: +SKIP
+        ... @search_options()
+        ... def search(ctx, query: str, filters: Filters, prior: bool, review: bool): ...
+    """
+
+    def decorate(func: F) -> F:
+        from vaultmem.model import Filters
+
+        own = inspect.signature(func, eval_str=True)
+        kept = [p for p in own.parameters.values() if p.name not in ("filters", "prior", "review")]
+        added = [_parameter(name, option, str | None) for name, option in _FILTERS]
+        if ranking:
+            added += [_parameter(name, option, bool) for name, option in RANKING_FLAGS.items()]
+
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            kwargs["filters"] = Filters(
+                folder=kwargs.pop("folder"),
+                tag=kwargs.pop("tag"),
+                type=kwargs.pop("type_"),
+                status=kwargs.pop("status"),
+                collection=kwargs.pop("collection"),
+            )
+            if ranking:
+                kwargs["prior"] = not kwargs.pop("no_prior")
+                kwargs["review"] = not kwargs.pop("no_review")
+            return func(*args, **kwargs)
+
+        params = [*kept, *added]
+        command.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,212 @@
+"""`serve`, `serve stop`, `serve status`: the long-lived server (:mod:`vaultmem.servers.serve`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from vaultmem.cli import app, load_config
+
+STOP_TIMEOUT_S = 15.0
+START_TIMEOUT_S = 60.0
+# A server whose every forwarded answer waits this many seconds (tests kill it mid-request).
+DELAY_ENV = "VAULTMEM_TEST_FORWARD_DELAY"
+
+JSON_OUT = typer.Option(False, "--json", help="One JSON object.")
+
+serve_app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(serve_app, name="serve")
+
+
+@serve_app.callback(invoke_without_command=True)
+def serve(
+    ctx: typer.Context,
+    host: str = typer.Option(
+        "127.0.0.1", "--host", metavar="HOST", help="Address to bind (off loopback: --token)."
+    ),
+    port: int = typer.Option(
+        8765, "--port", min=0, max=65535, metavar="N", help="Port to bind (0: any free one)."
+    ),
+    token: str = typer.Option(
+        None,
+        "--token",
+        envvar="VAULTMEM_SERVE_TOKEN",
+        metavar="TOKEN",
+        show_default=False,
+        help="Bearer token every REST and MCP request must carry (needed off loopback).",
+    ),
+    watch: bool = typer.Option(False, "--watch", help="Index changed notes as they are saved."),
+    background: bool = typer.Option(
+        False, "--background", help="Start detached, print its URL and pid once it answers."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="With --background: one JSON object."),
+) -> None:
+    """Keep the vault warm in one process: REST API, MCP over HTTP, and the CLI's searches.
+
+    Opens the vault once (keyword index, vector store, embedding model) and serves the
+    REST API on http://HOST:PORT (OpenAPI docs at /docs) with the MCP streamable-HTTP
+    endpoint at /mcp. While it runs, `search`, `vsearch`, `query`, `surface` and `hook
+    prompt` on this vault are answered by it through a Unix socket in the cache (same
+    output and exit code, without the start-up cost); set VAULTMEM_NO_SERVER=1 to run
+    them in process anyway. Index changes made by other processes are picked up on the
+    next request; --watch also indexes notes as they are saved. Binds 127.0.0.1 unless
+    --host says otherwise; any other address needs --token. One server per vault;
+    Ctrl-C or SIGTERM stops it (exit 0). Its log is <cache>/server.log with --background.
+
+    Example:
+        vaultmem --vault ~/notes serve --background --watch
+        vaultmem --vault ~/notes serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from vaultmem.servers.rest import check_bind
+    from vaultmem.servers.serve import ServeOptions
+
+    config = load_config(ctx)
+    check_bind(host, token)
+    delay = float(os.environ.get(DELAY_ENV) or 0)
+    options = ServeOptions(host=host, port=port, token=token, watch=watch, forward_delay=delay)
+    if background:
+        _start_background(ctx, config, options, json_out)
+    else:
+        _serve_here(config, options)
+
+
+def _serve_here(config: Any, options: Any) -> None:
+    from vaultmem.servers.serve import quiet_loggers, serve
+
+    err = sys.stderr  # the real one: forwarded commands swap sys.stderr while they run
+    quiet_loggers(err)
+
+    def log(line: str) -> None:
+        stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        err.write(f"{stamp} {line}\n")
+        err.flush()
+
+    def ready(found: Any) -> None:
+        where = f", socket {found.socket}" if found.socket else ", no CLI socket"
+        log(f"serving {found.vault} at {found.url} (pid {found.pid}{where})")
+
+    serve(config, options, log=log, on_ready=ready)
+    log("stopped")
+
+
+def _start_background(ctx: typer.Context, config: Any, options: Any, json_out: bool) -> None:
+    """Start `serve` detached (own session, log in the cache) and wait until it answers."""
+    from vaultmem.cli.hook_cmds import _root_args
+    from vaultmem.servers.serve import LOG_NAME, running, server_running
+
+    if running(config.cache_dir) is not None:
+        raise server_running(config.cache_dir)
+    args = [sys.executable, "-m", "vaultmem", *_root_args(ctx, config), "serve"]
+    args += ["--host", options.host, "--port", str(options.port)]
+    args += ["--watch"] if options.watch else []
+    env = dict(os.environ)
+    if options.token:
+        env["VAULTMEM_SERVE_TOKEN"] = options.token  # not in argv: `ps` shows argv
+    config.cache_dir.mkdir(parents=True, exist_ok=True)
+    log_path = config.cache_dir / LOG_NAME
+    with open(log_path, "ab") as log:
+        child = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=env,
+            cwd=config.vault,
+            start_new_session=True,
+        )
+    found = _wait_started(config.cache_dir, child, log_path)
+    if json_out:
+        typer.echo(json.dumps(found.as_json()))
+    else:
+        typer.echo(f"serving {found.vault} at {found.url} (pid {found.pid}; log: {log_path})")
+
+
+def _wait_started(cache_dir: Path, child: subprocess.Popen[bytes], log_path: Path) -> Any:
+    from vaultmem.errors import VaultmemError
+    from vaultmem.servers.serve import running
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        found = running(cache_dir)
+        if found is not None and found.pid == child.pid:
+            return found
+        if child.poll() is not None:
+            raise VaultmemError(f"the server exited ({child.returncode}): {_last_line(log_path)}")
+        time.sleep(0.05)
+    raise VaultmemError(f"the server did not answer in {START_TIMEOUT_S:g} s (see {log_path})")
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return f"see {path}"
+    return lines[-1].removeprefix("vaultmem: error: ") if lines else f"see {path}"
+
+
+@serve_app.command()
+def stop(ctx: typer.Context, json_out: bool = JSON_OUT) -> None:
+    """Stop the vault's server (SIGTERM) and wait until it has exited.
+
+    Prints "stopped pid N", or "not running" (exit 0 either way); exit 1 when it did not
+    exit within 15 seconds.
+
+    Example:
+        vaultmem --vault ~/notes serve stop
+    """
+    from vaultmem.errors import VaultmemError
+    from vaultmem.servers.serve import running, serving
+    from vaultmem.vault import pid_alive
+
+    config = load_config(ctx)
+    found = running(config.cache_dir)
+    if found is None:
+        _say(json_out, {"running": False, "stopped": None}, "not running")
+        return
+    os.kill(found.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    # Its lock is released once it has cleaned up; then it exits (a zombie counts as exited).
+    while serving(config.cache_dir) or pid_alive(found.pid):
+        if time.monotonic() > deadline:
+            raise VaultmemError(f"server pid {found.pid} did not stop in {STOP_TIMEOUT_S:g} s")
+        time.sleep(0.05)
+    _say(json_out, {"running": False, "stopped": found.pid}, f"stopped pid {found.pid}")
+
+
+@serve_app.command()
+def status(ctx: typer.Context, json_out: bool = JSON_OUT) -> None:
+    """Say whether a server runs for the vault: its URL, pid, socket and start time.
+
+    Exit 0 when one runs, 1 when none does.
+
+    Example:
+        vaultmem --vault ~/notes serve status --json
+    """
+    from vaultmem.servers.serve import running
+
+    config = load_config(ctx)
+    found = running(config.cache_dir)
+    if found is None:
+        _say(json_out, {"running": False}, "not running")
+        raise typer.Exit(1)
+    where = f", socket {found.socket}" if found.socket else ""
+    text = f"running: {found.url} (pid {found.pid}{where}, since {found.started})"
+    _say(json_out, {"running": True, **found.as_json()}, text)
+
+
+def _say(json_out: bool, data: dict[str, object], text: str) -> None:
+    typer.echo(json.dumps(data) if json_out else text)

@@ -1,0 +1,511 @@
+"""`doctor`: one report of everything that can be wrong with a vault, and the safe repairs.
+
+Each check returns :class:`Finding` values; nothing here prints. A finding that doctor
+can fix names its repair, and :func:`repair` runs those (rebuilding derivable caches,
+dropping orphan vectors, removing a dead server's advertisement) and checks again, so
+the report after a repair says what is still wrong. What needs a model, a person or
+another process (embedding, a malformed note, a stuck process) is listed with the
+command to run instead. The facts come from the modules that own them: the indexer's
+soundness test, the lock's holder, the embed sweep's records, the link resolver.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from vaultmem.config import Config, RoleConfig
+from vaultmem.errors import ConfigError, VaultmemError
+from vaultmem.index import manifest as mf
+from vaultmem.vault import FileStat, lock_state, walk_notes
+
+if TYPE_CHECKING:
+    from vaultmem.embedding import VectorCheck
+
+Severity = Literal["ok", "warn", "problem"]
+PROBE_TIMEOUT_S = 2.0
+_LOCKS = (("lock", "index"), ("embed.lock", "embed"))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One fact about the vault: ``ok``, ``warn`` (works, worth knowing) or ``problem``.
+
+    ``repair`` names what :func:`repair` does about it ("" when it cannot); ``fix`` is
+    the command or step a person runs instead.
+    """
+
+    check: str
+    severity: Severity
+    message: str
+    repair: str = ""
+    fix: str = ""
+    repaired: bool = False
+
+    @property
+    def repairable(self) -> bool:
+        """Whether ``doctor --repair`` fixes it."""
+        return bool(self.repair)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--json`` shape of one finding."""
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "repairable": self.repairable,
+            "repaired": self.repaired,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Every finding, in check order."""
+
+    findings: tuple[Finding, ...]
+
+    @property
+    def healthy(self) -> bool:
+        """No problem left (warnings allowed)."""
+        return not any(f.severity == "problem" for f in self.findings)
+
+    def count(self, severity: Severity) -> int:
+        """How many findings have ``severity``."""
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"healthy": bool, "findings": [...]}``."""
+        return {"healthy": self.healthy, "findings": [f.as_json() for f in self.findings]}
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What doctor looks at outside the vault, passed in by the CLI."""
+
+    home: Path  # for the user's Claude Code settings
+    cwd: Path  # for the project's Claude Code settings
+    timeout: float = PROBE_TIMEOUT_S  # per endpoint probe
+
+
+def config_failure(error: str, warnings: Sequence[str] = ()) -> DoctorReport:
+    """The report when the configuration does not load: nothing else can be checked."""
+    found = [Finding("configuration", "warn", w, fix="fix the key") for w in warnings]
+    found.append(Finding("configuration", "problem", error, fix="fix the value"))
+    return DoctorReport(tuple(found))
+
+
+def diagnose(config: Config, around: Surroundings) -> DoctorReport:
+    """Run every check (reads only; probes each configured endpoint once)."""
+    checks: list[tuple[str, Callable[[], list[Finding]]]] = [
+        ("configuration", lambda: _configuration(config)),
+        ("lock", lambda: _locks(config.cache_dir)),
+        ("index", lambda: _index(config)),
+        ("vectors", lambda: _vectors(config)),
+        ("endpoints", lambda: _endpoints(config, around.timeout)),
+        ("hooks", lambda: _hooks(config, around)),
+        ("server", lambda: _server(config.cache_dir)),
+    ]
+    found: list[Finding] = []
+    for name, check in checks:
+        try:
+            found += check()
+        except (VaultmemError, OSError, sqlite3.Error) as exc:
+            found.append(Finding(name, "problem", f"check failed: {exc}"))
+    return DoctorReport(tuple(found))
+
+
+def repair(config: Config, report: DoctorReport, around: Surroundings) -> DoctorReport:
+    """Run the repair of every repairable finding of ``report`` (each once, in a fixed
+    order), then check again; the result lists what was repaired, then what is left.
+
+    A second round runs the repairs that only the first uncovered (re-indexing a deleted
+    note's row makes its vectors orphans).
+    """
+    done: list[Finding] = []
+    ran: set[str] = set()
+    current = report
+    for _round in range(2):
+        todo = [
+            a for a in _REPAIRS if a not in ran and any(f.repair == a for f in current.findings)
+        ]
+        if not todo:
+            break
+        for action in todo:
+            ran.add(action)
+            done.append(_run_repair(config, action, current))
+        current = diagnose(config, around)
+    return DoctorReport((*done, *current.findings))
+
+
+def _run_repair(config: Config, action: str, report: DoctorReport) -> Finding:
+    check = next(f.check for f in report.findings if f.repair == action)
+    try:
+        message = _REPAIRS[action](config)
+    except (VaultmemError, OSError, sqlite3.Error) as exc:
+        return Finding(check, "problem", f"repair failed: {exc}")
+    return Finding(check, "ok", message, repair=action, repaired=True)
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def _configuration(config: Config) -> list[Finding]:
+    found = [
+        Finding("configuration", "warn", w, fix="fix or remove the key") for w in config.warnings
+    ]
+    return found or [Finding("configuration", "ok", f"configuration of {config.vault} is valid")]
+
+
+# -- locks ----------------------------------------------------------------------------------
+
+
+def _locks(cache_dir: Path) -> list[Finding]:
+    found = []
+    for name, kind in _LOCKS:
+        state = lock_state(cache_dir, name)
+        if not state.held:
+            found.append(Finding("lock", "ok", f"{kind} lock is free"))
+        elif state.holder is not None and state.holder_alive:
+            found.append(Finding("lock", "ok", f"{kind} lock held by {state.holder.describe()}"))
+        elif state.orphans:
+            pids = " ".join(str(p) for p in state.orphans)
+            found.append(Finding("lock", "problem", state.busy_message(kind), fix=f"kill {pids}"))
+        else:
+            found.append(Finding("lock", "ok", f"{kind} lock is being taken by a new process"))
+    return found
+
+
+# -- keyword index, notes, links ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Manifest:
+    state: mf.State
+    entries: dict[str, mf.Entry]
+
+    @classmethod
+    def read(cls, store: mf.Store) -> _Manifest:
+        return cls(store.state(), store.entries())
+
+
+def _index(config: Config) -> list[Finding]:
+    from vaultmem.indexer import index_problem
+
+    cache = config.cache_dir
+    try:
+        facts = mf.read(cache, None, _Manifest.read)
+    except VaultmemError as exc:
+        return [Finding("index", "problem", str(exc), repair="index", fix="vaultmem index")]
+    problem = index_problem(cache)
+    if facts is None or not facts.state.generation:
+        if problem:
+            return [Finding("index", "problem", problem, repair="index", fix="vaultmem index")]
+        return [Finding("index", "warn", "never indexed", repair="index", fix="vaultmem index")]
+    found = [_index_state(facts, problem)]
+    plan = mf.plan({p: (e.mtime_ns, e.size) for p, e in facts.entries.items()}, walk_notes(config))
+    unparsed = _unparsed(config.vault, plan.new)
+    found += [
+        Finding("notes", "problem", _about(path, why), fix="fix the note (`index` skips it)")
+        for path, why in unparsed
+    ]
+    stale = (len(plan.new) - len(unparsed), len(plan.changed), len(plan.removed))
+    if any(stale):
+        message = "{} new, {} changed, {} removed since the last index".format(*stale)
+        found.append(Finding("index", "warn", message, repair="index", fix="vaultmem index"))
+    found += [
+        Finding("notes", "warn", f"{path}: {'; '.join(warns)}", fix="fix the value in the note")
+        for path, warns in sorted((p, e.warnings) for p, e in facts.entries.items() if e.warnings)
+    ]
+    return found + _links(config, facts.entries)
+
+
+def _index_state(facts: _Manifest, problem: str) -> Finding:
+    state = facts.state
+    if problem:
+        message = f"keyword index must be rebuilt: {problem}"
+        return Finding("index", "problem", message, repair="index", fix="vaultmem index")
+    if state.pending:
+        message = "an update of the keyword index was interrupted"
+        return Finding("index", "warn", message, repair="index", fix="vaultmem index")
+    message = (
+        f"keyword index holds {len(facts.entries)} notes (generation {state.generation}, "
+        f"last index {state.last_index or 'unknown'})"
+    )
+    return Finding("index", "ok", message)
+
+
+def _unparsed(root: Path, new: Iterable[FileStat]) -> list[tuple[str, str]]:
+    """The notes the index has no row for that do not parse, and why (read: they are few)."""
+    from vaultmem.errors import NoteError
+    from vaultmem.note import parse_note
+
+    out = []
+    for f in new:
+        try:
+            parse_note(f.path, (root / f.path).read_bytes())
+        except NoteError as exc:
+            out.append((f.path, str(exc)))
+        except OSError:
+            continue  # vanished since the walk
+    return out
+
+
+def _about(path: str, why: str) -> str:
+    """``why`` naming ``path`` once (a NoteError names its note already, with the line)."""
+    return why if why.startswith(path) else f"{path}: {why}"
+
+
+def _links(config: Config, entries: Mapping[str, mf.Entry]) -> list[Finding]:
+    from vaultmem.memory.links import dangling_links
+
+    dangling = dangling_links(config, {p: e.memory for p, e in entries.items()})
+    found = [
+        Finding(
+            "links",
+            "warn",
+            f"{d.path}: {d.type}: [[{d.target}]] resolves to no note",
+            fix="create the note, or remove the link from the frontmatter",
+        )
+        for d in dangling
+    ]
+    return found or [Finding("links", "ok", "every typed link resolves")]
+
+
+# -- vectors --------------------------------------------------------------------------------
+
+
+def _vectors(config: Config) -> list[Finding]:
+    from vaultmem.embedding import check_vectors
+    from vaultmem.index.records import coverage, store_looks_sound
+    from vaultmem.inference.embedders import embedder_for
+
+    embedder = embedder_for(config)
+    if embedder is None:
+        return [Finding("vectors", "ok", 'vectors are off (embedder = "none")')]
+    model, max_chars = embedder.model_id, embedder.max_chars
+    embedded = not config.chroma.host
+    store = config.cache_dir / "chroma"
+    if embedded and store.exists() and not store_looks_sound(config.cache_dir):
+        return [_unreadable_store(f"{store}: the database is damaged or truncated")]
+    try:
+        checks = check_vectors(config, model, max_chars)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # chromadb's Rust core panics with a BaseException
+        if not embedded:
+            return [Finding("vectors", "problem", str(exc), fix="check the Chroma server")]
+        return [_unreadable_store(str(exc))]
+    found = [_collection(c) for c in checks]
+    found += _coverage(coverage(config, model, max_chars), model, any(c.current for c in checks))
+    for c in (c for c in checks if c.current):
+        if c.orphans:
+            message = f"{c.orphans} vectors of {c.model} belong to no indexed note (orphans)"
+            found.append(
+                Finding("vectors", "warn", message, repair="vectors", fix="vaultmem embed")
+            )
+        if c.unrecorded:
+            message = (
+                f"the record of {c.model} lists {c.unrecorded} vectors the store lacks: "
+                "`embed` would never add them"
+            )
+            found.append(Finding("vectors", "problem", message, repair="vectors"))
+    return found
+
+
+def _unreadable_store(why: str) -> Finding:
+    message = f"the vector store cannot be read ({why})"
+    fix = "`doctor --repair` deletes it, then `vaultmem embed` rebuilds it"
+    return Finding("vectors", "problem", message, repair="vector-store", fix=fix)
+
+
+def _collection(c: VectorCheck) -> Finding:
+    what = "the configured model" if c.current else "kept apart: not the configured model"
+    return Finding("vectors", "ok", f"{c.model} ({c.dimension}-d): {c.stored} vectors ({what})")
+
+
+def _coverage(cov: Mapping[str, int], model: str, stored: bool) -> list[Finding]:
+    """Fragments of indexed notes without vectors, from vaultmem's records."""
+    lacking = cov["fragments"] - cov["embedded"]
+    if not lacking and not cov["unsplit_notes"]:
+        return [] if stored else [Finding("vectors", "ok", f"no notes to embed for {model}")]
+    parts = [f"{lacking} fragments lack a vector"] if lacking else []
+    if cov["unsplit_notes"]:
+        parts.append(f"{cov['unsplit_notes']} notes were never embedded")
+    message = f"{' and '.join(parts)} ({model})"
+    return [Finding("vectors", "warn", message, fix="vaultmem embed")]
+
+
+# -- endpoints ------------------------------------------------------------------------------
+
+
+def _endpoints(config: Config, timeout: float) -> list[Finding]:
+    roles: list[tuple[str, RoleConfig]] = [
+        ("embed", config.embed),
+        ("llm", config.llm),
+        ("rerank", config.rerank),
+    ]
+    found = []
+    for name, role in roles:
+        if name == "embed" and config.embedder != "endpoint":
+            found.append(Finding("endpoints", "ok", f"embed: {_embedder_words(config)}"))
+        elif not role.url:
+            found.append(Finding("endpoints", "ok", f"{name}: not configured"))
+        else:
+            found.append(probe(name, role, timeout))
+    return found
+
+
+def _embedder_words(config: Config) -> str:
+    return "vectors off" if config.embedder == "none" else "the in-process model (no endpoint)"
+
+
+def probe(name: str, role: RoleConfig, timeout: float = PROBE_TIMEOUT_S) -> Finding:
+    """One ``GET <base>/models`` to the role's endpoint: reachable, refusing the key, or
+    not answering. The key is sent as the clients send it, and never shown."""
+    import httpx
+
+    from vaultmem.inference.http import base_url, connection_reason, display_url, scrub
+
+    shown = f"{name} endpoint {display_url(role.url or '')}"
+    headers = {"Authorization": f"Bearer {role.api_key}"} if role.api_key else {}
+    fix = f"start the {name} server, or fix [{name}] url"
+    try:
+        response = httpx.get(base_url(role.url or "") + "/models", headers=headers, timeout=timeout)
+    except httpx.TimeoutException:
+        return Finding("endpoints", "problem", f"{shown}: no answer in {timeout:g} s", fix=fix)
+    except Exception as exc:  # noqa: BLE001 - any failure to connect is the finding
+        why = scrub(connection_reason(exc), role.api_key)
+        return Finding("endpoints", "problem", f"{shown} is unreachable: {why}", fix=fix)
+    if response.status_code in (401, 403):
+        message = f"{shown} refused the API key (HTTP {response.status_code})"
+        return Finding("endpoints", "problem", message, fix=f"fix [{name}] api_key")
+    return Finding("endpoints", "ok", f"{shown} answers (HTTP {response.status_code})")
+
+
+# -- hooks ----------------------------------------------------------------------------------
+
+
+def _hooks(config: Config, around: Surroundings) -> list[Finding]:
+    from vaultmem.agent.claude_settings import SCOPES, installed, read_settings, settings_path
+
+    found = []
+    for scope in SCOPES:
+        path = settings_path(scope, home=around.home, cwd=around.cwd)
+        fix = f"vaultmem hooks install --claude --scope {scope}"
+        try:
+            _text, settings = read_settings(path)
+        except ConfigError as exc:
+            found.append(Finding("hooks", "problem", f"{scope}: {exc}", fix=f"fix {path}"))
+            continue
+        ours = installed(settings)
+        if not ours:
+            found.append(Finding("hooks", "ok", f"{scope}: no vaultmem hooks ({path})"))
+            continue
+        broken = sorted({why for command in ours.values() for why in _broken(command)})
+        events = ", ".join(ours)
+        if broken:
+            message = f"{scope}: hooks ({events}) cannot run: {'; '.join(broken)}"
+            found.append(Finding("hooks", "problem", message, fix=fix))
+            continue
+        vaults = {v for v in map(_hook_vault, ours.values()) if v}
+        where = ", ".join(sorted(vaults)) or "found from the agent's folder"
+        other = "" if not vaults or str(config.vault) in vaults else " (another vault)"
+        found.append(Finding("hooks", "ok", f"{scope}: {events} for vault {where}{other}"))
+    return found
+
+
+def _hook_vault(command: str) -> str | None:
+    words = shlex.split(command)
+    return next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--vault", "-V")), None)
+
+
+def _broken(command: str) -> list[str]:
+    """Why a hook command cannot run: its executable or its vault is missing."""
+    executable = shlex.split(command)[0]
+    why = [] if shutil.which(executable) else [f"{executable} not found"]
+    vault = _hook_vault(command)
+    if vault is not None and not Path(vault).is_dir():
+        why.append(f"vault {vault} is missing")
+    return why
+
+
+# -- server ---------------------------------------------------------------------------------
+
+
+def _server(cache_dir: Path) -> list[Finding]:
+    """A running `serve` holds its lock file for its whole life (see
+    :mod:`vaultmem.servers.serve`): an advertisement without a holder is a dead server's."""
+    from vaultmem.client import ADVERTISEMENT
+    from vaultmem.servers.serve import LOCK_NAME
+
+    path = cache_dir / ADVERTISEMENT
+    if not path.exists():
+        return [Finding("server", "ok", "no server running")]
+    if not lock_state(cache_dir, LOCK_NAME).held:
+        message = f"{path} advertises a server that is not running: clients try it in vain"
+        return [Finding("server", "problem", message, repair="server")]
+    try:
+        data = json.loads(path.read_bytes())
+        where = data.get("url") or data.get("socket") or f"port {data.get('port')}"
+        return [Finding("server", "ok", f"server running (pid {data.get('pid')}, {where})")]
+    except (OSError, ValueError, AttributeError):
+        return [Finding("server", "ok", "a server is starting")]
+
+
+# -- repairs --------------------------------------------------------------------------------
+
+
+def _repair_index(config: Config) -> str:
+    from vaultmem.indexer import index_vault
+
+    report = index_vault(config)
+    healed = f" (rebuilt: {report.healed})" if report.healed else ""
+    return f"indexed: {report.summary}{healed}"
+
+
+def _repair_vectors(config: Config) -> str:
+    from vaultmem.embedding import prune_vectors
+    from vaultmem.inference.embedders import embedder_for
+
+    embedder = embedder_for(config)
+    if embedder is None:
+        return "vectors are off: nothing to prune"
+    dropped, struck = prune_vectors(config, embedder.model_id, embedder.max_chars)
+    return f"dropped {dropped} orphan vectors; {struck} ids struck from the record"
+
+
+def _repair_store(config: Config) -> str:
+    from vaultmem.embedding import discard_store
+
+    discard_store(config)
+    return "deleted the unreadable vector store (run `vaultmem embed` to rebuild it)"
+
+
+def _repair_server(config: Config) -> str:
+    from vaultmem.client import ADVERTISEMENT
+
+    path = config.cache_dir / ADVERTISEMENT
+    try:
+        socket = json.loads(path.read_bytes()).get("socket")
+    except (OSError, ValueError, AttributeError):
+        socket = None
+    if isinstance(socket, str) and Path(socket).is_socket():
+        Path(socket).unlink(missing_ok=True)  # its server is gone: nobody listens on it
+    path.unlink(missing_ok=True)
+    return f"removed {path}, left by a server that is not running"
+
+
+# In this order: the index first, since the vector checks read what it holds.
+_REPAIRS: dict[str, Callable[[Config], str]] = {
+    "index": _repair_index,
+    "vector-store": _repair_store,
+    "vectors": _repair_vectors,
+    "server": _repair_server,
+}

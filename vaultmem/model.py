@@ -1,0 +1,147 @@
+"""The values every layer shares: search filters and hits, and the request model.
+
+A request is what a front end (the CLI's flags, an MCP tool call, a REST body) asks of
+:mod:`vaultmem.api`; it is checked once, here, so the three front ends cannot disagree
+on what is valid. This module imports nothing of vaultmem's: stores, retrieval and the
+front ends all look down on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from vaultmem.errors import RequestError
+
+# Notes in these states never appear in results unless asked for by --status.
+HIDDEN_STATUSES = ("forgotten", "archived")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions every search command accepts (all optional)."""
+
+    folder: str | None = None
+    tag: str | None = None
+    type: str | None = None
+    status: str | None = None
+    collection: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the note, its score, and the best matching line."""
+
+    path: str
+    title: str
+    score: float
+    snippet: str
+    line: int
+    type: str = "note"
+    status: str = "active"
+    line_end: int | None = None  # vector hits: the last line of the matching fragment
+    review: bool = False  # in the decay danger zone: using it would reinforce a fading memory
+
+    def as_json(self) -> dict[str, object]:
+        """The ``--json`` shape: one object per line."""
+        extra: dict[str, object] = {} if self.line_end is None else {"line_end": self.line_end}
+        return {
+            "path": self.path,
+            "title": self.title,
+            "score": round(self.score, 6),
+            "snippet": self.snippet,
+            "line": self.line,
+            "type": self.type,
+            "status": self.status,
+            "review": self.review,
+            **extra,
+        }
+
+
+SEARCH_MODES = ("keyword", "semantic", "hybrid")
+MAX_LIMIT = 1000
+MAX_QUERY_CHARS = 10_000
+
+
+def check_limit(limit: int, name: str = "limit") -> int:
+    """``limit`` when it is a whole number from 1 to :data:`MAX_LIMIT` (RequestError if not)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise RequestError(f"{name} must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
+    return limit
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as any front end asks for it.
+
+    ``mode``: keyword (BM25F, `search`), semantic (vectors, `vsearch`) or hybrid (the
+    `query` pipeline). ``prior`` and ``review``: the memory prior and the review slots
+    (both on unless turned off). ``candidates``, ``intent``, ``expand`` (None: the
+    config's default) and ``rerank`` shape a hybrid search only.
+
+    Example:
+        >>> SearchRequest("redis cache", mode="hybrid", limit=5).mode
+        'hybrid'
+    """
+
+    query: str
+    mode: str = "keyword"
+    limit: int = 10
+    filters: Filters = field(default_factory=Filters)
+    prior: bool = True
+    review: bool = True
+    candidates: int = 30
+    intent: str | None = None
+    expand: bool | None = None
+    rerank: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query, str):
+            raise RequestError("query must be text")
+        if len(self.query) > MAX_QUERY_CHARS:
+            raise RequestError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        if self.mode not in SEARCH_MODES:
+            raise RequestError(f"unknown mode {self.mode!r}; one of: {', '.join(SEARCH_MODES)}")
+        check_limit(self.limit)
+        check_limit(self.candidates, "candidates")
+
+
+# The commands that change a note's memory flags, and the flag each sets or clears.
+NOTE_ACTIONS = ("pin", "unpin", "forget", "restore", "snooze", "unsnooze")
+
+
+def parse_tags(raw: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``"a, #b,,c"`` (or a list of such) → ``("a", "b", "c")``."""
+    items = [raw] if isinstance(raw, str) else list(raw or ())
+    words = [word for item in items for word in str(item).split(",")]
+    return tuple(t.strip().lstrip("#").strip() for t in words if t.strip(" #"))
+
+
+@dataclass(frozen=True)
+class RememberRequest:
+    """A new memory: its text and, optionally, title, type, tags, folder and the note it
+    supersedes (by path, title or alias).
+
+    Example:
+        >>> RememberRequest("No deploys on Fridays", type="Decision").type
+        'decision'
+    """
+
+    text: str
+    title: str | None = None
+    type: str | None = None
+    tags: tuple[str, ...] = ()
+    folder: str | None = None
+    supersedes: str | None = None
+
+    def __post_init__(self) -> None:
+        from vaultmem.scores import NOTE_TYPES
+
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise RequestError("nothing to remember: the text is empty")
+        if self.type is not None:
+            kind = str(self.type).strip().lower()
+            if kind not in NOTE_TYPES:
+                raise RequestError(f"unknown type {self.type!r}; one of: {', '.join(NOTE_TYPES)}")
+            object.__setattr__(self, "type", kind)
+        object.__setattr__(self, "tags", parse_tags(self.tags))

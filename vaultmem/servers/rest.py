@@ -1,0 +1,591 @@
+"""The REST API: the operations of :mod:`vaultmem.api` over HTTP, with OpenAPI docs.
+
+:func:`rest_app` builds the ASGI application `vaultmem serve` runs on uvicorn. Every
+route is a thin shell: it turns a JSON body into a request value of :mod:`vaultmem.model`
+(which validates it), calls one function of :mod:`vaultmem.api` in a worker thread (the
+api blocks; the vault's lock serialises) and answers its ``as_json()``. Errors are JSON
+``{"error": "<the line the CLI prints after 'vaultmem: error: '>"}``; no traceback ever
+reaches a client.
+
+Security, in the order it is checked (:class:`Guard`, outermost, so it covers mounted
+apps and the docs too):
+
+- ``Host`` must be one of ``allowed_hosts`` (421): a page whose DNS name was rebound to
+  127.0.0.1 sends its own name, so it cannot talk to a loopback server;
+- ``Origin``, when sent, must be ``http(s)://`` one of those hosts (403);
+- ``Authorization: Bearer <token>`` when a token is set, compared in constant time (401
+  with ``WWW-Authenticate: Bearer``); ``/v1/health`` and the docs need none;
+- the body is read before any route parses it, counting bytes (413 past ``max_body``,
+  whatever ``Content-Length`` says).
+
+:func:`check_bind` refuses a non-loopback address without a token; `serve` and
+`mcp --http` call it before they bind.
+
+Statuses: RequestError and NoteError (a bad request, a name outside the vault) 422;
+NoteNotFound 404; AmbiguousNote, IndexStateError, ConfigError (the vault cannot answer
+this as it is: not indexed, no embedder) 409; LockBusy and ConflictError 503 with
+``Retry-After``; EndpointError 502; any other error 500 with its line (a bug: 500 with
+no detail, the traceback in the server's log). A body that is not JSON, or of the wrong
+shape, is a 422 too; unknown routes 404, wrong methods 405.
+
+FastAPI and pydantic are imported here only: no other command's start-up pays for them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import hmac
+import inspect
+import ipaddress
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from vaultmem import __version__, api
+from vaultmem.agent.surface import SurfaceRequest
+from vaultmem.api import OpenVault
+from vaultmem.errors import (
+    AmbiguousNote,
+    ConfigError,
+    ConflictError,
+    EndpointError,
+    IndexStateError,
+    LockBusy,
+    NoteError,
+    NoteNotFound,
+    RequestError,
+    VaultmemError,
+)
+from vaultmem.model import (
+    NOTE_ACTIONS,
+    SEARCH_MODES,
+    Filters,
+    RememberRequest,
+    SearchRequest,
+    parse_tags,
+)
+
+log = logging.getLogger("vaultmem.serve")
+
+MAX_BODY = 1_000_000
+# Need no token: they say nothing of the vault ("ok", and the API's own shape).
+PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+RETRY_AFTER = "1"
+
+# ----------------------------------------------------------------------------- binding
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or address to bind) only accepts this machine's connections."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse (ConfigError) to listen on a non-loopback ``host`` without a bearer token.
+
+    Example:
+        >>> check_bind("127.0.0.1", None)
+        >>> check_bind("0.0.0.0", "s3cret")
+    """
+    if not token and not is_loopback(host):
+        raise ConfigError(
+            f"refusing to bind {host} without a token (--token or VAULTMEM_SERVE_TOKEN)"
+        )
+
+
+def default_allowed_hosts(host: str, port: int) -> tuple[str, ...]:
+    """The ``Host`` values a server bound to ``host:port`` answers.
+
+    Loopback: ``127.0.0.1:PORT``, ``localhost:PORT``, ``[::1]:PORT``; a named address adds
+    itself. A wildcard bind (0.0.0.0, ::) answers any name (``*``): it needs a token, and
+    a rebound page cannot send the token.
+
+    Example:
+        >>> default_allowed_hosts("127.0.0.1", 8765)
+        ('127.0.0.1:8765', 'localhost:8765', '[::1]:8765')
+    """
+    name = host.strip().strip("[]")
+    if name in ("0.0.0.0", "::", ""):
+        return ("*",)
+    names = [f"{loop}:{port}" for loop in LOOPBACK_NAMES]
+    if not is_loopback(name):
+        names.append(f"[{name}]:{port}" if ":" in name else f"{name}:{port}")
+    return tuple(names)
+
+
+def _host_allowed(host: str, allowed: frozenset[str]) -> bool:
+    """``host[:port]`` against the allowed entries; an entry without a port allows any."""
+    host = host.strip().lower()
+    if not host:
+        return False
+    if "*" in allowed or host in allowed:
+        return True
+    name = host.rsplit(":", 1)[0] if host.rfind(":") > host.rfind("]") else host
+    return name in allowed
+
+
+def _origin_allowed(origin: str, allowed: frozenset[str]) -> bool:
+    scheme, sep, rest = origin.strip().lower().partition("://")
+    return bool(sep) and scheme in ("http", "https") and _host_allowed(rest, allowed)
+
+
+# ----------------------------------------------------------------------------- the guard
+
+
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    body = json.dumps({"error": message}, ensure_ascii=False).encode()
+    return Response(body, status, headers=dict(headers or {}), media_type="application/json")
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class Guard:
+    """Host, Origin, bearer token and body size, checked before ``app`` sees a request:
+    wrap any ASGI app in it (`mcp --http` wraps the MCP app; :func:`rest_app` its own)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        allowed_hosts: Sequence[str],
+        max_body: int = MAX_BODY,
+    ) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.allowed = frozenset(h.strip().lower() for h in allowed_hosts)
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})  # no websocket routes
+            return
+        headers = Headers(scope=scope)
+        refusal = self._refusal(scope, headers)
+        if refusal is None:
+            try:
+                receive = await self._buffered(headers, receive)
+            except _BodyTooLarge:
+                refusal = _error(413, f"request body is larger than {self.max_body} bytes")
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope, headers: Headers) -> Response | None:
+        if not _host_allowed(headers.get("host", ""), self.allowed):
+            return _error(421, "this server does not answer for that Host")
+        origin = headers.get("origin")
+        if origin is not None and not _origin_allowed(origin, self.allowed):
+            return _error(403, "cross-origin requests are refused")
+        if self.token is None or scope.get("path") in PUBLIC_PATHS:
+            return None
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token):
+            return None
+        why = "a bearer token is required" if not given else "the bearer token is wrong"
+        return _error(401, why, {"WWW-Authenticate": 'Bearer realm="vaultmem"'})
+
+    async def _buffered(self, headers: Headers, receive: Receive) -> Receive:
+        """The whole body, read and counted now, replayed to the app (then the client's
+        own messages: a stream's disconnect)."""
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body:
+            raise _BodyTooLarge
+        chunks: list[bytes] = []
+        size = 0
+        message: Message = {"type": "http.request", "body": b""}
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.max_body:
+                raise _BodyTooLarge
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                break
+        pending = [message]
+
+        async def replay() -> Message:
+            return pending.pop() if pending else await receive()
+
+        return replay
+
+
+# ----------------------------------------------------------------------------- errors
+
+# Most specific first: a VaultmemError not listed is the server's own failure (500).
+_STATUS: tuple[tuple[type[VaultmemError], int], ...] = (
+    (RequestError, 422),
+    (NoteError, 422),
+    (NoteNotFound, 404),
+    (AmbiguousNote, 409),
+    (IndexStateError, 409),
+    (ConfigError, 409),
+    (LockBusy, 503),
+    (ConflictError, 503),
+    (EndpointError, 502),
+)
+
+
+def status_for(exc: VaultmemError) -> int:
+    """The HTTP status a domain error answers with (see the table in the module)."""
+    return next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
+
+
+async def _on_vaultmem_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, VaultmemError)
+    status = status_for(exc)
+    if status >= 500:
+        log.error("%s %s: %s", request.method, request.url.path, exc)
+    return _error(status, str(exc), {"Retry-After": RETRY_AFTER} if status == 503 else None)
+
+
+async def _on_invalid(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    if first.get("type") == "json_invalid":
+        return _error(422, f"the body is not valid JSON: {first.get('ctx', {}).get('error')}")
+    if tuple(first.get("loc", ())) == ("body",) and not _is_json(request):
+        return _error(422, "send a JSON object with Content-Type: application/json")
+    where = ".".join(str(p) for p in first.get("loc", ())[1:]) or "request"
+    return _error(422, f"{where}: {first.get('msg', 'invalid request')}")
+
+
+def _is_json(request: Request) -> bool:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
+
+
+async def _on_http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(exc.status_code, str(exc.detail), exc.headers)
+
+
+async def _on_os_error(request: Request, exc: Exception) -> Response:
+    from vaultmem.cli import os_error_line  # the CLI's own wording of the same failure
+
+    assert isinstance(exc, OSError)
+    if exc.errno == errno.ENAMETOOLONG:
+        return _error(422, os_error_line(exc))  # a name no file system holds: the client's
+    log.error("%s %s: %s", request.method, request.url.path, exc)
+    return _error(500, os_error_line(exc))
+
+
+async def _on_bug(request: Request, exc: Exception) -> Response:
+    # Starlette re-raises after this answer: uvicorn logs the traceback, the client gets none.
+    return _error(500, "internal error (the server log has the details)")
+
+
+# ----------------------------------------------------------------------------- bodies
+
+
+def _default(owner: Any, name: str) -> Any:
+    """The default of field ``name`` of a dataclass or parameter of a function: the body
+    models declare no default of their own."""
+    if dataclasses.is_dataclass(owner):
+        return next(f.default for f in dataclasses.fields(owner) if f.name == name)
+    return inspect.signature(owner).parameters[name].default
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_text(cls, value: Any) -> Any:
+        """What no command line can pass, JSON can: a NUL, half a surrogate pair
+        (``"\\ud800"``). No note can hold either; refused here, a 422."""
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                _check_text(text)
+        return value
+
+
+def _check_text(text: str) -> None:
+    if "\x00" in text:
+        raise ValueError(f"a NUL character in {text[:40]!r}")
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise ValueError(f"not valid Unicode: {text[:40]!r}") from None
+
+
+class FiltersBody(_Body):
+    """Restrictions of a search (all optional); forgotten/archived notes need ``status``."""
+
+    folder: str | None = None
+    tag: str | None = None
+    type: str | None = None
+    status: str | None = None
+    collection: str | None = None
+
+    def value(self) -> Filters:
+        """As the core's :class:`~vaultmem.model.Filters`."""
+        return Filters(**self.model_dump())
+
+
+class SearchBody(_Body):
+    """The fields of :class:`vaultmem.model.SearchRequest`; ``filters`` is an object."""
+
+    query: str
+    mode: str = Field(
+        _default(SearchRequest, "mode"),
+        description=f"One of: {', '.join(SEARCH_MODES)} (search, vsearch, query).",
+    )
+    limit: int = _default(SearchRequest, "limit")
+    filters: FiltersBody = FiltersBody()
+    prior: bool = _default(SearchRequest, "prior")
+    review: bool = _default(SearchRequest, "review")
+    candidates: int = Field(_default(SearchRequest, "candidates"), description="hybrid only")
+    intent: str | None = Field(None, description="hybrid only")
+    expand: bool | None = Field(None, description="hybrid only; null: the vault's setting")
+    rerank: bool = Field(_default(SearchRequest, "rerank"), description="hybrid only")
+
+    def value(self) -> SearchRequest:
+        """As the core's request (which validates it)."""
+        fields = self.model_dump(exclude={"filters"})
+        return SearchRequest(**fields, filters=self.filters.value())
+
+
+class RememberBody(_Body):
+    """A new memory (`vaultmem remember`); ``tags`` a list or ``"a, b"``."""
+
+    text: str
+    title: str | None = None
+    type: str | None = None
+    tags: list[str] | str = []
+    folder: str | None = None
+    supersedes: str | None = Field(None, description="The note it replaces: path, title or alias.")
+
+
+class ReinforceBody(_Body):
+    """Notes used just now: `touch`, or with ``tags`` (the context's) `observe`."""
+
+    notes: list[str]
+    tags: list[str] | str = []
+
+
+class FlagBody(_Body):
+    """Notes to flag; ``until`` (ISO date) or ``for`` (30d, 12h, 2w): snooze only, one of."""
+
+    notes: list[str]
+    until: str | None = None
+    for_: str | None = Field(None, alias="for")
+
+
+class SimilarBody(_Body):
+    """The notes closest in meaning to ``name`` (needs vectors: `vaultmem embed`)."""
+
+    name: str
+    limit: int = _default(api.similar, "limit")
+    filters: FiltersBody = FiltersBody()
+
+
+class SurfaceBody(_Body):
+    """A prompt to surface context for (`vaultmem surface`)."""
+
+    prompt: str
+    session: str | None = None
+    budget: int = Field(
+        _default(SurfaceRequest, "budget"), description="Tokens (chars / 4) the block may take."
+    )
+    vectors: bool | None = Field(None, description="null: when the vault has vectors")
+
+
+# ----------------------------------------------------------------------------- routes
+
+
+def _json(data: object) -> Response:
+    return Response(json.dumps(data, ensure_ascii=False).encode(), media_type="application/json")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+_LINES = "With start and/or end (1-based, inclusive): `excerpt`, those lines of the file."
+_START, _END = Query(None, description=_LINES), Query(None, description=_LINES)
+
+
+def _read_routes(vault: OpenVault, router: APIRouter) -> None:
+    @router.post("/search", summary="Search: keyword, semantic or hybrid")
+    def search(body: SearchBody) -> Response:
+        """Hits best first, as `search --json` prints them, and hybrid stages skipped."""
+        return _json(api.search(vault, body.value(), now=_now()).as_json())
+
+    def read(name: str, start: int | None, end: int | None) -> Response:
+        found = api.get(vault, name)
+        data = found.as_json()
+        if start is not None or end is not None:
+            data["excerpt"] = api.excerpt(found.text, start, end)
+        return _json(data)
+
+    @router.get("/notes/{name:path}", summary="A note by path (or title, alias)")
+    def note_at(name: str, start: int | None = _START, end: int | None = _END) -> Response:
+        """`get --json`: frontmatter, body, tags, aliases, links (and `excerpt`)."""
+        return read(name, start, end)
+
+    @router.get("/note", summary="A note by title, alias or path")
+    def note_named(name: str, start: int | None = _START, end: int | None = _END) -> Response:
+        """`get --json` for a name that is awkward in a path."""
+        return read(name, start, end)
+
+    @router.get("/links", summary="A note's typed links, wikilinks and backlinks")
+    def links(name: str) -> Response:
+        """`links --json`."""
+        return _json(api.links(vault, name).as_json())
+
+    @router.post("/similar", summary="Notes closest in meaning to a note")
+    def similar(body: SimilarBody) -> Response:
+        """`similar --json` (needs vectors)."""
+        hits = api.similar(vault, body.name, limit=body.limit, filters=body.filters.value())
+        return _json({"hits": [hit.as_json() for hit in hits]})
+
+    @router.post("/surface", summary="The context block for one prompt")
+    def surface(body: SurfaceBody) -> Response:
+        """`surface --json`: the block ("" when abstaining), its notes and the reason."""
+        request = SurfaceRequest(body.prompt, body.session, body.budget, body.vectors)
+        return _json(api.surface(vault, request, now=_now()).as_json())
+
+    @router.get("/status", summary="Notes, index state, staleness, embedding coverage")
+    def status() -> Response:
+        """`status --json`."""
+        return _json(api.status(vault).as_json())
+
+
+def _write_routes(vault: OpenVault, router: APIRouter) -> None:
+    @router.post("/remember", summary="Write a short-term memory")
+    def remember(body: RememberBody) -> Response:
+        """`remember --json`: the new note, or the duplicate it reinforced."""
+        request = RememberRequest(
+            body.text, body.title, body.type, tuple(_tags(body.tags)), body.folder, body.supersedes
+        )
+        return _json(api.remember(vault, request, now=_now()).as_json())
+
+    @router.post("/reinforce", summary="Touch notes (or observe them, with tags)")
+    def reinforce(body: ReinforceBody) -> Response:
+        """`touch --json` / `observe --json`, one entry per note."""
+        done = api.reinforce(vault, body.notes, now=_now(), context_tags=_tags(body.tags))
+        return _json({"notes": [r.as_json() for r in done]})
+
+    for action in NOTE_ACTIONS:
+        router.add_api_route(
+            f"/{action}",
+            _flag_route(vault, action),
+            methods=["POST"],
+            summary=f"{action.capitalize()} notes",
+            operation_id=action,
+        )
+
+
+def _tags(raw: list[str] | str) -> tuple[str, ...]:
+    return parse_tags(raw)
+
+
+def _flag_route(vault: OpenVault, action: str) -> Callable[[FlagBody], Response]:
+    def flag(body: FlagBody) -> Response:
+        done = api.change(vault, action, body.notes, now=_now(), until=body.until, for_=body.for_)
+        return _json({"notes": [c.as_json() for c in done]})
+
+    flag.__doc__ = f"`{action} --json`, one entry per note."
+    return flag
+
+
+# ----------------------------------------------------------------------------- the app
+
+
+def rest_app(
+    vault: OpenVault,
+    *,
+    token: str | None,
+    allowed_hosts: Sequence[str],
+    max_body: int = MAX_BODY,
+    extra_mounts: Mapping[str, ASGIApp] | None = None,
+) -> ASGIApp:
+    """The REST API over ``vault`` (a warm :class:`~vaultmem.api.OpenVault` the caller
+    keeps and closes), behind the Host/Origin/token/size guard.
+
+    ``allowed_hosts``: ``Host`` values answered (see :func:`default_allowed_hosts`; ``*``
+    any, an entry without a port any port). ``extra_mounts``: path → ASGI app mounted
+    beside the API (the MCP streamable-HTTP app); their lifespans run with the server's.
+
+    Example:
+        >>> app = rest_app(OpenVault(config, warm=True), token=None,
+        ...                allowed_hosts=default_allowed_hosts("127.0.0.1", 8765))  # doctest: +SKIP
+        >>> uvicorn.run(app, host="127.0.0.1", port=8765)  # doctest: +SKIP
+    """
+    mounts = dict(extra_mounts or {})
+    app = FastAPI(
+        title="vaultmem",
+        version=__version__,
+        summary="Memory for AI agents, kept in an Obsidian vault: the CLI's operations as JSON.",
+        lifespan=_lifespans(mounts),
+        redoc_url=None,
+    )
+    for kind, handler in (
+        (VaultmemError, _on_vaultmem_error),
+        (RequestValidationError, _on_invalid),
+        (HTTPException, _on_http),
+        (OSError, _on_os_error),
+        (Exception, _on_bug),
+    ):
+        app.add_exception_handler(kind, handler)
+    # Documents the bearer scheme in /docs; the guard is what checks it.
+    router = APIRouter(prefix="/v1", dependencies=[Depends(HTTPBearer(auto_error=False))])
+    _read_routes(vault, router)
+    _write_routes(vault, router)
+    app.include_router(router)
+    app.add_api_route("/v1/health", _health, methods=["GET"], summary="Liveness (no token)")
+    for path, sub in mounts.items():
+        app.mount(path, sub)
+    return Guard(app, token=token, allowed_hosts=allowed_hosts, max_body=max_body)
+
+
+def _health() -> Response:
+    """``{"status": "ok"}``: the server answers (nothing of the vault)."""
+    return _json({"status": "ok"})
+
+
+def _lifespans(mounts: Mapping[str, ASGIApp]) -> Callable[[FastAPI], Any]:
+    """Run the mounted apps' lifespans (Starlette does not): the MCP app's session manager
+    starts and stops with the server."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for sub in mounts.values():
+                context = getattr(getattr(sub, "router", None), "lifespan_context", None)
+                if context is not None:
+                    await stack.enter_async_context(context(sub))
+            yield
+
+    return lifespan
