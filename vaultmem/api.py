@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from vaultmem.memory.remember import Remembered
     from vaultmem.retrieval.memory_rank import RankingOptions
     from vaultmem.retrieval.query import Backends, QueryResult
+    from vaultmem.retrieval.search import SnippetCache
     from vaultmem.retrieval.vsearch import VectorIndex
     from vaultmem.workspace import VaultStatus
 
@@ -88,6 +89,11 @@ class OpenVault:
         self._vectors: VectorIndex | None = None
         self._vectors_at: tuple[_Stamp, _Stamp] | None = None
         self._has_vectors: tuple[tuple[int, int] | None, bool] | None = None
+        self.snippets: SnippetCache | None = None
+        if warm:
+            from vaultmem.retrieval.search import SnippetCache
+
+            self.snippets = SnippetCache()
 
     # --- what changes under us -----------------------------------------------------------
 
@@ -210,6 +216,35 @@ class OpenVault:
         except VaultmemError:
             return self._backends  # the query tries again and records why vectors were skipped
 
+    def warm_up(self) -> list[str]:
+        """Open the searcher, and the vectors and the model when the vault has vectors,
+        then analyse the most recently changed notes for snippets, so early requests do
+        not pay for any of it. For a background thread of a server; returns what failed.
+
+        The searcher and the model are opened under the lock (a request waits for them
+        rather than opening them twice); notes are analysed outside it, one at a time.
+        """
+        problems: list[str] = []
+        with self.lock:
+            try:
+                self.lexical()
+                if self.has_vectors():
+                    embedder = self.backends().embedder
+                    if embedder is not None:
+                        embedder.embed(["warm-up"])
+            except (VaultmemError, OSError) as exc:
+                problems.append(str(exc))
+        if self.snippets is not None:
+            from vaultmem.vault import walk_notes
+
+            try:
+                notes = sorted(walk_notes(self.config), key=lambda f: -f.mtime_ns)
+            except OSError as exc:
+                return [*problems, str(exc)]
+            for found in notes[: self.snippets.size]:
+                self.snippets.line_map(self.config.vault, found.path)
+        return problems
+
     def close(self) -> None:
         """Release the searcher and the vector store."""
         with self.lock:
@@ -258,7 +293,8 @@ def search(vault: OpenVault, request: SearchRequest, *, now: datetime) -> Search
 
             embedder = vault.embedder(required=True)
             assert embedder is not None
-            index = vault.vectors(embedder)
+            # A one-shot vault opens the store while the query is embedded (vsearch).
+            index = vault.vectors(embedder) if vault.warm else None
             hits = vsearch(
                 config,
                 request.query,
@@ -280,6 +316,7 @@ def search(vault: OpenVault, request: SearchRequest, *, now: datetime) -> Search
             filters=request.filters,
             index=vault.lexical(),
             ranking=rank,
+            snippets=vault.snippets,
         )
         return SearchResult(tuple(hits))
 

@@ -77,13 +77,13 @@ def _build(vault: OpenVault) -> MCPServer:
     """The server, and a thread opening the searcher, vectors and model meanwhile (the
     first tool call waits on the vault's lock rather than paying for them itself)."""
     from vaultmem.servers.mcp import make_server
-    from vaultmem.servers.serve import _prewarm
 
-    def log(line: str) -> None:
-        typer.echo(f"vaultmem: {line}", err=True)
+    def warm() -> None:
+        for problem in vault.warm_up():
+            typer.echo(f"vaultmem: warm-up: {problem}", err=True)
 
     server = make_server(vault, clock=clock)  # first: its instructions read the vault
-    threading.Thread(target=_prewarm, args=(vault, log), name="vaultmem-warm", daemon=True).start()
+    threading.Thread(target=warm, name="vaultmem-warm", daemon=True).start()
     return server
 
 

@@ -398,13 +398,20 @@ def _hostport(chroma: ChromaConfig) -> str:
     return f"[{host}]:{chroma.port}" if ":" in host else f"{host}:{chroma.port}"
 
 
+def _import_chromadb() -> Any:
+    """chromadb, imported with signals held (a signal inside a C extension's import would
+    pose as an ImportError), lightened (:mod:`vaultmem.index.chroma_import`)."""
+    from vaultmem.entry import deferred
+    from vaultmem.index.chroma_import import light_chromadb
+
+    with deferred(), light_chromadb():
+        import chromadb
+    return chromadb
+
+
 def _persistent_client(path: Path, where: str) -> ClientAPI:
     """An embedded client on ``path`` (chromadb shares one system per path in a process)."""
-    from vaultmem.entry import deferred
-
-    with deferred():  # see deferred(): C extensions turn a signal into an ImportError
-        import chromadb
-
+    chromadb = _import_chromadb()
     try:
         path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=_settings())
@@ -420,11 +427,7 @@ def _http_client(chroma: ChromaConfig, where: str) -> ClientAPI:
     """
     import httpx
 
-    from vaultmem.entry import deferred
-
-    with deferred():  # see deferred(): C extensions turn a signal into an ImportError
-        import chromadb
-
+    chromadb = _import_chromadb()
     headers: dict[str, str] = {}
     if chroma.token:
         # Chroma's token auth reads "Authorization: Bearer" by default; Chroma Cloud and

@@ -222,6 +222,15 @@ class LocalEmbedder:
             _load_tokenizer()
             _load_runtime(self.threads)
 
+    def import_libraries(self) -> None:
+        """Do the Python imports the model needs in this thread, so that another thread
+        can then load and run it importing nothing (two threads importing one package at
+        once can each see it half initialised)."""
+        from importlib.resources import files  # noqa: F401  (used by the tokenizer load)
+
+        _import_runtime_libs()
+        model_path()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed texts, one unit-length 384-d vector per text, in input order."""
         if isinstance(texts, str):

@@ -614,7 +614,7 @@ def _vector_lists(
         if expansion.hypothetical:
             queries.append(("vec:hyde", expansion.hypothetical, fusion.VARIANT_WEIGHT * factor))
     from vaultmem.index.records import read_record, record_path
-    from vaultmem.retrieval.vsearch import nearest_notes_many
+    from vaultmem.retrieval.vsearch import embed_and_open, nearest_notes_many
 
     # An opened vector index (a warm caller) has vectors; else check cheaply before the
     # model loads or the endpoint is called: nothing to search without them.
@@ -623,12 +623,18 @@ def _vector_lists(
     ):
         why = f"no vectors for model {embedder.model_id} yet: run `vaultmem embed`"
         return Stage("vectors", "skipped", f"{why}: BM25 only")
+    texts = [q[:MAX_QUERY_CHARS] for _, q, _ in queries]
     try:
         # One embedding call for every text: a single batch, one request to an endpoint.
-        vectors = embedder.embed([q[:MAX_QUERY_CHARS] for _, q, _ in queries])
-        found = nearest_notes_many(
-            config, embedder, vectors, limit=depth, filters=filters, index=backends.vectors
-        )
+        if backends.vectors is not None:
+            vectors = embedder.embed(texts)
+            found = nearest_notes_many(
+                config, embedder, vectors, limit=depth, filters=filters, index=backends.vectors
+            )
+        else:
+            vectors, opened = embed_and_open(config, embedder, texts)
+            with opened:
+                found = opened.nearest_many(vectors, limit=depth, filters=filters)
     except VaultmemError as exc:  # no vectors yet, endpoint down, store trouble
         return Stage("vectors", "failed", f"{exc}: BM25 only")
     for (name, query_text, weight), hits in zip(queries, found, strict=True):

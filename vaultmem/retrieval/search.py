@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,21 +12,72 @@ from vaultmem.config import Config
 from vaultmem.index.lexical import LexicalHit, LexicalIndex, query_terms
 from vaultmem.model import Filters, Hit
 from vaultmem.retrieval.memory_rank import RankingOptions, rank
-from vaultmem.retrieval.snippets import Snippet, best_line
+from vaultmem.retrieval.snippets import LineMap, Snippet, best_line
 from vaultmem.vault import in_collection
 
 # How many candidates the memory prior may reorder (SPEC's candidate limit).
 RANKING_DEPTH = 30
 
 
-def note_snippet(root: Path, path: str, terms: list[str]) -> Snippet:
-    """The best body line of the note at ``path`` for ``terms`` (empty when unreadable)."""
+def _read_lines(root: Path, path: str) -> list[str] | None:
     try:
         text = (root / path).read_text(encoding="utf-8-sig", errors="replace")
     except OSError:
+        return None
+    return text.splitlines()
+
+
+def note_snippet(
+    root: Path, path: str, terms: list[str], cache: SnippetCache | None = None
+) -> Snippet:
+    """The best body line of the note at ``path`` for ``terms`` (empty when unreadable)."""
+    if cache is not None:
+        return cache.snippet(root, path, terms)
+    lines = _read_lines(root, path)
+    if lines is None:
         return Snippet("", 0)
-    lines = text.splitlines()
     return best_line(lines, terms, first_line=_body_start(lines))
+
+
+class SnippetCache:
+    """The :class:`LineMap` of the notes a long-lived process showed last, each kept while
+    its file's mtime and size stay the same (a warm server: analysing a note costs about
+    a millisecond, finding its best line in the map a few microseconds)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._maps: OrderedDict[str, tuple[tuple[int, int], LineMap]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def snippet(self, root: Path, path: str, terms: list[str]) -> Snippet:
+        """The best line of the note at ``path``, from its map (made when missing or stale)."""
+        line_map = self.line_map(root, path)
+        return line_map.best(terms) if line_map is not None else Snippet("", 0)
+
+    def line_map(self, root: Path, path: str) -> LineMap | None:
+        """The note's current map (None when it cannot be read)."""
+        full = root / path
+        try:
+            st = os.stat(full)
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        key = str(full)
+        with self._lock:
+            found = self._maps.get(key)
+            if found is not None and found[0] == stamp:
+                self._maps.move_to_end(key)
+                return found[1]
+        lines = _read_lines(root, path)
+        if lines is None:
+            return None
+        made = LineMap.build(lines, _body_start(lines))
+        with self._lock:
+            self._maps[key] = (stamp, made)
+            self._maps.move_to_end(key)
+            while len(self._maps) > self.size:
+                self._maps.popitem(last=False)
+        return made
 
 
 def _body_start(lines: list[str]) -> int:
@@ -36,11 +90,16 @@ def _body_start(lines: list[str]) -> int:
     return 1
 
 
-def to_hits(config: Config, raw: list[LexicalHit], terms: list[str]) -> list[Hit]:
+def to_hits(
+    config: Config,
+    raw: list[LexicalHit],
+    terms: list[str],
+    snippets: SnippetCache | None = None,
+) -> list[Hit]:
     """Attach each lexical hit's best snippet (read from the note itself)."""
     hits = []
     for r in raw:
-        snip = note_snippet(config.vault, r.path, terms)
+        snip = note_snippet(config.vault, r.path, terms, snippets)
         hits.append(Hit(r.path, r.title, r.score, snip.text, snip.line, r.type, r.status))
     return hits
 
@@ -78,6 +137,7 @@ def search(
     filters: Filters = Filters(),
     index: LexicalIndex | None = None,
     ranking: RankingOptions | None = None,
+    snippets: SnippetCache | None = None,
 ) -> list[Hit]:
     """BM25F search of the vault; never raises on any query string.
 
@@ -93,12 +153,12 @@ def search(
     raw = lexical_hits(config, text, limit=depth, filters=filters, index=index)
     terms = query_terms(text[:2000])
     if ranking is None:
-        return to_hits(config, raw, terms)
+        return to_hits(config, raw, terms, snippets)
     by_path = {r.path: r for r in raw}
     entries = {r.path: r.entry() for r in raw}
     ranking = replace(ranking, show_status=filters.status)
     ranked = rank([(r.path, r.score) for r in raw], entries, text, ranking, limit)
-    hits = to_hits(config, [by_path[r.path] for r in ranked], terms)
+    hits = to_hits(config, [by_path[r.path] for r in ranked], terms, snippets)
     return [replace(h, review=r.review) for h, r in zip(hits, ranked, strict=True)]
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vaultmem.index.lexical import analyse
@@ -61,3 +62,59 @@ def best_line(lines: Sequence[str], terms: Sequence[str], *, first_line: int = 1
     number = best[1] if best else (fallback or max(first_line, 1))
     text = lines[number - 1] if 0 < number <= len(lines) else ""
     return Snippet(_trim(text.rstrip("\r"), heads), number)
+
+
+@dataclass(frozen=True)
+class LineMap:
+    """One note's lines with, for every stem, the lines holding it: the best line for any
+    query without analysing the note again. A long-lived process keeps one per note it
+    has shown (:class:`~vaultmem.retrieval.search.SnippetCache`); :meth:`best` answers
+    exactly as :func:`best_line` does.
+    """
+
+    lines: tuple[str, ...]
+    lowered: tuple[str, ...]
+    first_line: int
+    stems: Mapping[str, tuple[int, ...]]
+    first_text: int | None
+
+    @classmethod
+    def build(cls, lines: Sequence[str], first_line: int = 1) -> LineMap:
+        """Analyse every line from ``first_line`` on, once."""
+        start = max(first_line, 1)
+        where: dict[str, list[int]] = {}
+        fallback = None
+        for number in range(start, len(lines) + 1):
+            raw = lines[number - 1]
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            if fallback is None and stripped != "---":
+                fallback = number
+            for stem in set(analyse(raw)):
+                where.setdefault(stem, []).append(number)
+        return cls(
+            tuple(lines),
+            tuple(line.lower() for line in lines),
+            start,
+            {stem: tuple(numbers) for stem, numbers in where.items()},
+            fallback,
+        )
+
+    def best(self, terms: Sequence[str]) -> Snippet:
+        """The line :func:`best_line` picks for ``terms``: most distinct terms, a heading
+        half a term less, the earliest of equals; the first text line when none match."""
+        wanted = set(terms)
+        heads = [t[:4] for t in wanted if t]
+        counts = Counter(n for t in wanted for n in self.stems.get(t, ()))
+        best: tuple[float, int] | None = None
+        for number in sorted(counts):
+            lower = self.lowered[number - 1]
+            if not any(h in lower for h in heads):
+                continue  # best_line's cheap pre-test skips such a line: so does this
+            score = counts[number] - (0.5 if lower.lstrip().startswith("#") else 0.0)
+            if best is None or score > best[0]:
+                best = (score, number)
+        number = best[1] if best else (self.first_text or self.first_line)
+        text = self.lines[number - 1] if 0 < number <= len(self.lines) else ""
+        return Snippet(_trim(text.rstrip("\r"), heads), number)

@@ -181,6 +181,40 @@ def with_snippets(config: Config, hits: Sequence[Hit]) -> list[Hit]:
     ]
 
 
+def embed_and_open(
+    config: Config, embedder: Embedder, texts: Sequence[str]
+) -> tuple[list[list[float]], VectorIndex]:
+    """The vectors of ``texts`` and the opened vector index (the caller closes it).
+
+    With a model that runs in process, it embeds in a second thread while this one opens
+    the store: opening imports chromadb (about half a second of Python), and the model's
+    work releases the GIL, so a one-shot `query` or `vsearch` pays for the longer of the
+    two instead of both. An embedding error wins over a store error, as when embedding
+    came first.
+    """
+    prepare = getattr(embedder, "import_libraries", None)
+    if prepare is None:
+        vectors = embedder.embed(texts)
+        return vectors, VectorIndex(config, embedder)
+    from concurrent.futures import ThreadPoolExecutor
+
+    prepare()
+    with ThreadPoolExecutor(1, thread_name_prefix="vaultmem-embed") as pool:
+        pending = pool.submit(embedder.embed, list(texts))
+        try:
+            index = VectorIndex(config, embedder)
+        except BaseException:
+            failed = pending.exception()
+            if isinstance(failed, Exception):
+                raise failed from None
+            raise
+        try:
+            return pending.result(), index
+        except BaseException:
+            index.close()
+            raise
+
+
 def nearest_notes_many(
     config: Config,
     embedder: Embedder,
@@ -259,11 +293,12 @@ def vsearch(
     """
     if not text.strip():
         return []
+    if index is None:
+        vectors, opened = embed_and_open(config, embedder, [text[:4000]])
+        with opened:
+            return opened.ranked(vectors[0], text, limit=limit, filters=filters, ranking=ranking)
     vector = embedder.embed([text[:4000]])[0]
-    if index is not None:
-        return index.ranked(vector, text, limit=limit, filters=filters, ranking=ranking)
-    with VectorIndex(config, embedder) as opened:
-        return opened.ranked(vector, text, limit=limit, filters=filters, ranking=ranking)
+    return index.ranked(vector, text, limit=limit, filters=filters, ranking=ranking)
 
 
 def similar(

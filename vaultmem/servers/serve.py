@@ -175,17 +175,9 @@ def _url(host: str, port: int) -> str:
 
 
 def _prewarm(vault: OpenVault, log: Log) -> None:
-    """Open the searcher, and the vectors and the model when the vault has vectors, so
-    the first request does not pay for them (requests wait on the vault's lock)."""
-    with vault.lock:
-        try:
-            vault.lexical()
-            if vault.has_vectors():
-                backends = vault.backends()
-                if backends.embedder is not None:
-                    backends.embedder.embed(["warm-up"])
-        except (VaultmemError, OSError) as exc:
-            log(f"warm-up: {exc}")
+    """Warm the vault up (:meth:`OpenVault.warm_up`), logging what failed."""
+    for problem in vault.warm_up():
+        log(f"warm-up: {problem}")
 
 
 def _watcher(config: Config, vault: OpenVault, log: Log) -> Callable[[], None]:
