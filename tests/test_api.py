@@ -141,3 +141,19 @@ def test_excerpt_refuses_backwards_and_zero() -> None:
         api.excerpt("a\n", 3, 2)
     with pytest.raises(RequestError, match="start line must be 1 or more"):
         api.excerpt("a\n", 0, 2)
+
+
+def test_a_note_is_found_by_title_before_the_vault_is_indexed(cli) -> None:  # noqa: ANN001
+    # The vault fixture is not indexed: names come from file names until something reads
+    # the notes. A lookup that misses reads the unindexed notes' titles and tries again.
+    cli("remember", "Billing runs on Postgres 14", "--title", "Billing database")
+    done = cli(
+        "remember",
+        "Billing moved to Postgres 16",
+        "--title",
+        "Billing database 16",
+        "--supersedes",
+        "Billing database",
+    )
+    assert "supersedes inbox/billing-database.md" in done.stdout
+    assert cli("get", "Redis for caching").stdout.startswith("---")  # a title, unindexed

@@ -57,7 +57,9 @@ def test_rank_by_hand() -> None:
     entries = {
         "a.md": _entry(type="decision"),  # prior 0.4·1 + 0.3·0.5 + 0.3·0.5 = 0.70
         "b.md": _entry(type="decision", pinned=True),  # same prior, pinned
-        "c.md": _entry(type="note", created="2025-01-01"),  # recency ~0: prior 0.30
+        # recency ~0; confidence unconfirmed for 99.8 weeks fades to
+        # 0.2 + 0.3·0.95^95.8 = 0.2022: prior 0.3·0.2022 + 0.3·0.5 = 0.2107
+        "c.md": _entry(type="note", created="2025-01-01"),
     }
     ranked = [("c.md", 10.0), ("a.md", 9.8), ("b.md", 9.0)]
     out = rank(ranked, entries, "query", RankingOptions(now=NOW, weight=0.1, review_share=0), 10)
@@ -66,8 +68,8 @@ def test_rank_by_hand() -> None:
     assert by["a.md"].relevance == pytest.approx(0.98)
     assert by["a.md"].score == pytest.approx(0.98 + 0.1 * (0.70 - 0.5))
     assert by["b.md"].score == pytest.approx(0.90 + 0.1 * 0.20 + 0.05)
-    assert by["c.md"].score == pytest.approx(1.0 + 0.1 * (0.30 - 0.5), abs=1e-4)
-    assert [r.path for r in out] == ["a.md", "c.md", "b.md"]  # 1.0, 0.98, 0.97
+    assert by["c.md"].score == pytest.approx(1.0 + 0.1 * (0.2107 - 0.5), abs=1e-4)
+    assert [r.path for r in out] == ["a.md", "c.md", "b.md"]  # 1.0, 0.971, 0.97
 
 
 def test_rank_hides_forgotten_and_keeps_unknown() -> None:

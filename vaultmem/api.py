@@ -329,6 +329,7 @@ def _hybrid(vault: OpenVault, request: SearchRequest, rank: RankingOptions | Non
         limit=request.limit,
         candidates=request.candidates,
         intent=request.intent,
+        route=request.route,
         expand=config.query_expand if request.expand is None else request.expand,
         rerank=request.rerank,
         filters=request.filters,
@@ -486,9 +487,18 @@ def remember(vault: OpenVault, request: RememberRequest, *, now: datetime) -> Re
 
 @_locked
 def reinforce(
-    vault: OpenVault, names: Sequence[str], *, now: datetime, context_tags: Sequence[str] = ()
+    vault: OpenVault,
+    names: Sequence[str],
+    *,
+    now: datetime,
+    context_tags: Sequence[str] = (),
+    confirm: bool = False,
+    session: str | None = None,
 ) -> list[Reinforced]:
     """`touch` (no ``context_tags``) or `observe` (used in a context with these tags).
+
+    ``confirm``: the notes proved right (confidence one step up, ``last_confirmed``);
+    ``session``: confirm those of them `surface` showed in that session.
 
     Example:
         >>> reinforce(vault, ["Redis for caching"], now=now)[0].use_count  # doctest: +SKIP
@@ -496,7 +506,9 @@ def reinforce(
     from vaultmem.memory.notes import reinforce_notes
 
     paths = resolve_for_write(vault, names)
-    return reinforce_notes(vault.config, paths, now, list(context_tags))
+    return reinforce_notes(
+        vault.config, paths, now, list(context_tags), confirm=confirm, session=session
+    )
 
 
 @_locked

@@ -20,6 +20,7 @@ imports.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -37,6 +38,13 @@ def _defer(signum: int, frame: object) -> None:
 
 
 def _raise(signum: int, frame: object) -> None:
+    code = getattr(frame, "f_code", None)
+    if code is not None and code.co_filename.startswith("<frozen importlib"):
+        # Inside the import system an exception can land in one of its weakref callbacks,
+        # which Python prints as "Exception ignored" and drops: the signal would be lost
+        # behind a traceback. Ask again; the handler runs once the import moves on.
+        os.kill(os.getpid(), signum)
+        return
     if signum == signal.SIGTERM:
         raise Terminated
     raise KeyboardInterrupt

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vaultmem.errors import NoteError
+from vaultmem.model import LINK_TYPES
 
 if TYPE_CHECKING:
     import yaml
@@ -67,14 +68,8 @@ OWNED_KEYS: tuple[str, ...] = (
     "review_count",
     "last_review",
     "cross_domain_count",
-    "supersedes",
-    "superseded_by",
-    "related",
-    "refines",
-    "duplicate_of",
-    "caused_by",
-    "contradicts",
-    "promoted_from",
+    "last_confirmed",
+    *LINK_TYPES,
 )
 _ORDER = {key: i for i, key in enumerate(OWNED_KEYS)}
 
@@ -738,6 +733,7 @@ _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "review_count": _COUNT,
     "last_review": _TIME,
     "cross_domain_count": _COUNT,
+    "last_confirmed": _TIME,
     **dict.fromkeys(OWNED_KEYS[OWNED_KEYS.index("supersedes") :], _LINKS),
 }
 

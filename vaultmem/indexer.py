@@ -30,6 +30,7 @@ from vaultmem.config import Config
 from vaultmem.errors import IndexStateError, NoteError, VaultmemError, VaultmemWarning
 from vaultmem.index import lexical
 from vaultmem.index import manifest as mf
+from vaultmem.index.graph import LinkGraph
 from vaultmem.index.lexical import SCHEMA_VERSION, LexicalIndex
 from vaultmem.note import Note, content_hash, parse_note
 from vaultmem.vault import FileStat, vault_lock, walk_notes
@@ -161,6 +162,8 @@ def index_vault(
                     healed = _count_problem(_doc_count(cache, state), store.count())
                     if healed:  # the interrupted update left notes no walk can redo
                         report = run.rebuild(store, store.state())
+    # Resolve the links of this generation now, rather than in the first command to read them.
+    LinkGraph.load(config)
     return replace(report, seconds=time.perf_counter() - started, healed=healed)
 
 

@@ -6,17 +6,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultmem.config import Config
-from vaultmem.errors import NoteNotFound
+from vaultmem.errors import NoteNotFound, VaultmemError
 from vaultmem.frontmatter import check_encoding
 from vaultmem.index import manifest as mf
 from vaultmem.note import Note, iso, parse_note, read_raw
 from vaultmem.vault import LinkResolver, NoteName, note_path, vault_relative, walk_notes
 
 
-def note_names(config: Config) -> list[NoteName]:
+def note_names(config: Config, *, read_unindexed: bool = False) -> list[NoteName]:
     """Every note's names: titles and aliases from the manifest, file names for the rest.
 
-    Reads no note: notes the index has not seen yet are known by their file name only.
+    Reads no note, unless ``read_unindexed``: then the notes the index has not seen yet
+    are read for their title and aliases too (a name lookup that missed tries again so,
+    since a note written by `remember` a moment ago is known by title before `index`).
     """
     none: dict[str, tuple[str, tuple[str, ...]]] = {}
     known = mf.read(config.cache_dir, none, mf.Store.names)
@@ -25,9 +27,20 @@ def note_names(config: Config) -> list[NoteName]:
         entry = known.get(f.path)
         if entry is not None:
             names.append(NoteName(f.path, *entry))
+        elif read_unindexed and (read := _read_names(config, f.path)) is not None:
+            names.append(read)
         else:
             names.append(NoteName(f.path, f.path.rsplit("/", 1)[-1][:-3]))
     return names
+
+
+def _read_names(config: Config, path: str) -> NoteName | None:
+    try:
+        raw, st = read_raw(config.vault, path)
+        note = parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    except (OSError, VaultmemError):
+        return None
+    return NoteName(path, note.title, note.aliases)
 
 
 def resolve(config: Config, name: str, *, write: bool = False) -> str:
@@ -45,7 +58,8 @@ def resolve(config: Config, name: str, *, write: bool = False) -> str:
         found = LinkResolver(note_names(config)).resolve_name(name)
     except NoteNotFound:
         vault_relative(config.vault, direct)  # a path out of the vault says so
-        raise
+        # Notes not indexed yet are known by file name only: read them and try again.
+        found = LinkResolver(note_names(config, read_unindexed=True)).resolve_name(name)
     return note_path(config, found, write=write)
 
 

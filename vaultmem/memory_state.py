@@ -17,9 +17,23 @@ from typing import Any
 
 from vaultmem.frontmatter import iso_time, owned_problem
 from vaultmem.index import manifest as mf
-from vaultmem.scores import MemoryState, default_half_life, parse_half_life, to_utc
+from vaultmem.scores import (
+    MemoryState,
+    default_half_life,
+    effective_confidence,
+    parse_half_life,
+    to_utc,
+)
 
-__all__ = ["NoteMemory", "as_float", "as_int", "link_targets", "note_memory", "parse_time"]
+__all__ = [
+    "NoteMemory",
+    "as_float",
+    "as_int",
+    "link_targets",
+    "note_memory",
+    "parse_time",
+    "stored_confidence",
+]
 
 DEFAULT_CONFIDENCE = 0.5
 
@@ -43,6 +57,20 @@ class NoteMemory:
     tags: tuple[str, ...]
     superseded_by: tuple[str, ...]
     state: MemoryState
+    last_confirmed: datetime | None = None
+    # The file's mtime when the note has no ``created``: the spec's "created: first seen".
+    first_seen: datetime | None = None
+
+    def effective_confidence(self, now: datetime) -> float:
+        """The confidence ranking uses at ``now``: the stored value, faded while nobody
+        confirms it (:func:`vaultmem.scores.effective_confidence`)."""
+        return effective_confidence(
+            self.confidence,
+            now=now,
+            last_confirmed=self.last_confirmed,
+            created=self.state.created,
+            mtime=self.first_seen,
+        )
 
     @property
     def retired(self) -> bool:
@@ -79,6 +107,14 @@ def as_int(value: Any, default: int = 0) -> int:
     """A count from frontmatter, or ``default``."""
     number = as_float(value, float(default))
     return int(number) if math.isfinite(number) else default
+
+
+def stored_confidence(memory: Mapping[Any, Any]) -> float:
+    """A note's ``confidence`` key as written, in [0, 1]; 0.5 when absent or invalid."""
+    value = memory.get("confidence")
+    if owned_problem("confidence", value) is not None:
+        return DEFAULT_CONFIDENCE
+    return min(1.0, max(0.0, as_float(value, DEFAULT_CONFIDENCE)))
 
 
 def link_targets(value: Any) -> tuple[str, ...]:
@@ -118,9 +154,10 @@ def note_memory(path: str, entry: mf.Entry) -> NoteMemory:
     note_type = entry.type or "note"
     created = parse_time(memory.get("created"))
     last_used = parse_time(memory.get("last_used"))
-    mtime = None
-    if created is None and last_used is None and entry.mtime_ns:
-        mtime = datetime.fromtimestamp(entry.mtime_ns / 1e9, tz=UTC)
+    first_seen = None
+    if created is None and entry.mtime_ns:
+        first_seen = datetime.fromtimestamp(entry.mtime_ns / 1e9, tz=UTC)
+    mtime = first_seen if last_used is None else None
     state = MemoryState(
         type=note_type,
         half_life=_half_life(memory, note_type),
@@ -137,10 +174,12 @@ def note_memory(path: str, entry: mf.Entry) -> NoteMemory:
         type=note_type,
         status=entry.status or "active",
         pinned=state.pinned,
-        confidence=min(1.0, max(0.0, as_float(memory.get("confidence"), DEFAULT_CONFIDENCE))),
+        confidence=stored_confidence(memory),
         quality=entry.quality,
         snoozed_until=parse_time(memory.get("snoozed_until")),
         tags=entry.tags,
         superseded_by=link_targets(memory.get("superseded_by")),
         state=state,
+        last_confirmed=parse_time(memory.get("last_confirmed")),
+        first_seen=first_seen,
     )

@@ -41,10 +41,13 @@ class Hit:
     status: str = "active"
     line_end: int | None = None  # vector hits: the last line of the matching fragment
     review: bool = False  # in the decay danger zone: using it would reinforce a fading memory
+    date: str | None = None  # `query`'s when route: the ISO date the note stands for
 
     def as_json(self) -> dict[str, object]:
-        """The ``--json`` shape: one object per line."""
+        """The ``--json`` shape: one object per line (``date`` only when there is one)."""
         extra: dict[str, object] = {} if self.line_end is None else {"line_end": self.line_end}
+        if self.date is not None:
+            extra["date"] = self.date
         return {
             "path": self.path,
             "title": self.title,
@@ -58,7 +61,22 @@ class Hit:
         }
 
 
+# The closed vocabulary of typed links (frontmatter keys holding "[[Note]]" lists), in
+# the order of vaultmem's owned keys.
+LINK_TYPES: tuple[str, ...] = (
+    "supersedes",
+    "superseded_by",
+    "related",
+    "refines",
+    "duplicate_of",
+    "caused_by",
+    "contradicts",
+    "promoted_from",
+)
+
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
+# `query`'s intent routes (vaultmem.retrieval.routing); None: detected from the question.
+ROUTES = ("why", "when", "entity", "what")
 MAX_LIMIT = 1000
 MAX_QUERY_CHARS = 10_000
 
@@ -77,7 +95,8 @@ class SearchRequest:
     ``mode``: keyword (BM25F, `search`), semantic (vectors, `vsearch`) or hybrid (the
     `query` pipeline). ``prior`` and ``review``: the memory prior and the review slots
     (both on unless turned off). ``candidates``, ``intent``, ``expand`` (None: the
-    config's default) and ``rerank`` shape a hybrid search only.
+    config's default), ``rerank`` and ``route`` (one of :data:`ROUTES`; None: detected
+    from the question, or an ``intent`` that is a route word) shape a hybrid search only.
 
     Example:
         >>> SearchRequest("redis cache", mode="hybrid", limit=5).mode
@@ -94,8 +113,11 @@ class SearchRequest:
     intent: str | None = None
     expand: bool | None = None
     rerank: bool = True
+    route: str | None = None
 
     def __post_init__(self) -> None:
+        if self.route is not None and self.route not in ROUTES:
+            raise RequestError(f"unknown route {self.route!r}; one of: {', '.join(ROUTES)}")
         if not isinstance(self.query, str):
             raise RequestError("query must be text")
         if len(self.query) > MAX_QUERY_CHARS:

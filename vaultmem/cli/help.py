@@ -20,6 +20,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "query": "query_cmds",
         "similar": "vector_cmds",
         "get": "read_cmds",
+        "timeline": "timeline_cmds",
     },
     "Memory": {
         "remember": "memory_cmds",
@@ -34,6 +35,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "review": "lifecycle_cmds",
         "promote": "lifecycle_cmds",
         "gc": "lifecycle_cmds",
+        "consolidate": "consolidate_cmds",
     },
     "Links": {"link": "link_cmds", "unlink": "link_cmds", "links": "link_cmds"},
     "Agents": {

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from vaultmem.cli import app, open_vault
 
 if TYPE_CHECKING:
-    from vaultmem.memory.links import LinkChange, NoteLinks
+    from vaultmem.memory.links import LinkChange, NoteLinks, Suggestion
 
 # Spelled out here because importing vaultmem.memory.links would load the search index
 # (whoosh) for `--help`; test_links checks this text names every type of LINK_TYPES.
@@ -113,12 +113,83 @@ def _print_links(found: NoteLinks) -> None:
         typer.echo(f"  {path}  ({', '.join(via)})")
 
 
+def _suggest(
+    vault: Any, note: str, threshold: float | None, limit: int
+) -> tuple[str, float, tuple[Suggestion, ...]]:
+    """(path, threshold, suggestions) for NOTE, from the vault's vectors."""
+    from vaultmem.lookup import resolve
+    from vaultmem.memory.links import SUGGEST_THRESHOLD, suggest_links
+
+    cut = SUGGEST_THRESHOLD if threshold is None else threshold
+    with vault.lock:
+        path = resolve(vault.config, note)
+        index = vault.vectors(vault.embedder(required=True))
+        return path, cut, suggest_links(vault.config, path, index, threshold=cut, limit=limit)
+
+
+def _print_suggestions(path: str, cut: float, found: tuple[Suggestion, ...]) -> None:
+    if not found:
+        typer.echo(f"{path}: no unlinked notes at cosine >= {cut:.2f}")
+        return
+    typer.echo(f"{path}: notes close in meaning, not linked (cosine >= {cut:.2f}):")
+    for s in found:
+        typer.echo(f"  {s.similarity:.3f}  {s.title}  [{s.path}]")
+
+
+def _run_suggest(
+    ctx: typer.Context,
+    note: str,
+    threshold: float | None,
+    limit: int,
+    *,
+    write: bool,
+    json_out: bool,
+) -> None:
+    from vaultmem.memory.links import write_suggestions
+
+    vault = open_vault(ctx)
+    path, cut, found = _suggest(vault, note, threshold, limit)
+    changes = write_suggestions(vault.config, path, found) if write else ()
+    if json_out:
+        out = {
+            "path": path,
+            "threshold": cut,
+            "suggestions": [s.as_json() for s in found],
+            "written": [c.target for c in changes if c.changed],
+        }
+        typer.echo(json.dumps(out, ensure_ascii=False))
+        return
+    _print_suggestions(path, cut, found)
+    for change in changes:
+        _print_change(change, "linked", "already linked")
+
+
 @app.command()
 def links(
     ctx: typer.Context,
     note: str = typer.Argument(..., help="Path, title, alias or file name of the note."),
+    suggest: bool = typer.Option(
+        False, "--suggest", help="List notes close in meaning that are not linked to NOTE."
+    ),
+    write: bool = typer.Option(
+        False, "--write", help="With --suggest: store the suggestions as related links."
+    ),
+    threshold: float = typer.Option(
+        None,
+        "--threshold",
+        metavar="X",
+        min=0.0,
+        max=1.0,
+        help="With --suggest: the least cosine similarity (default 0.70).",
+    ),
+    limit: int = typer.Option(
+        10, "--limit", "-n", metavar="N", min=1, help="With --suggest: at most N notes."
+    ),
     json_out: bool = typer.Option(
-        False, "--json", help="Print {path, title, typed, wikilinks, backlinks}."
+        False,
+        "--json",
+        help="Print {path, title, typed, wikilinks, backlinks}; with --suggest "
+        "{path, threshold, suggestions, written}.",
     ),
 ) -> None:
     """Show a note's typed links, its body [[wikilinks]], and the notes linking to it.
@@ -128,11 +199,21 @@ def links(
     object: {path, title, typed: {type: [{target, path}]}, wikilinks: [{target, path}],
     backlinks: [{path, via}]} (path is null for a dangling link).
 
+    --suggest lists instead the notes nearest NOTE by vector (run `vaultmem embed`
+    first) at cosine >= --threshold that are not linked to it either way; --write
+    stores them as related links on both notes. Nothing is linked without --write.
+
     Example:
         vaultmem --vault example-vault links "Redis for caching" --json
+        vaultmem --vault example-vault links "Stripe as payments provider" --suggest
     """
     from vaultmem import api
 
+    if not suggest and (write or threshold is not None):
+        raise typer.BadParameter("--write and --threshold go with --suggest")
+    if suggest:
+        _run_suggest(ctx, note, threshold, limit, write=write, json_out=json_out)
+        return
     found = api.links(open_vault(ctx), note)
     if json_out:
         typer.echo(json.dumps(found.as_json(), ensure_ascii=False))

@@ -120,6 +120,16 @@ def remember(
 
 # --------------------------------------------------------------------------- reinforce
 
+CONFIRM = typer.Option(
+    False, "--confirm", help="The notes proved right: raise their confidence one step."
+)
+SESSION = typer.Option(
+    None,
+    "--session",
+    metavar="ID",
+    help="Agent session ID: notes surfaced in it and used now are confirmed.",
+)
+
 
 def _print_reinforced(done: list[Reinforced], json_out: bool, verb: str) -> None:
     for r in done:
@@ -132,22 +142,45 @@ def _print_reinforced(done: list[Reinforced], json_out: bool, verb: str) -> None
         )
         if r.cross_domain:
             line += f", strength {r.strength_before:g} → {r.strength:g} (cross-domain)"
+        if r.confirmed:
+            line += f", confidence {r.confidence_before:g} → {r.confidence:g} (confirmed)"
         typer.echo(line)
 
 
+def _reinforce(
+    ctx: typer.Context, notes: list[str], tags: list[str], confirm: bool, session: str | None
+) -> list[Reinforced]:
+    """One reinforcement (`touch`, `observe`) through the core API."""
+    from vaultmem import api
+
+    vault = open_vault(ctx)
+    return api.reinforce(
+        vault, notes, now=clock(), context_tags=tags, confirm=confirm, session=session
+    )
+
+
 @app.command()
-def touch(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
+def touch(
+    ctx: typer.Context,
+    notes: list[str] = NOTES,
+    confirm: bool = CONFIRM,
+    session: str = SESSION,
+    json_out: bool = JSON,
+) -> None:
     """Reinforce notes you just used: use_count and review_count + 1, last_used = now.
 
     Prints each note's decay score before and after. Only the usage keys change; created
-    is never rewritten.
+    is never rewritten. --confirm also says the notes proved right: confidence moves a
+    fifth of the way to 1 (0.5 → 0.6) and last_confirmed = now. With --session ID, each
+    note that `surface` showed in that session (its log says so) is confirmed the same
+    way: surfaced, then used.
 
     Example:
         vaultmem touch "Redis for caching" inbox/pgbouncer-note.md
+        vaultmem touch --confirm "Redis for caching" --json
+        vaultmem touch --session "$SESSION_ID" "Redis for caching"
     """
-    from vaultmem import api
-
-    _print_reinforced(api.reinforce(open_vault(ctx), notes, now=clock()), json_out, "touched")
+    _print_reinforced(_reinforce(ctx, notes, [], confirm, session), json_out, "touched")
 
 
 @app.command()
@@ -155,20 +188,22 @@ def observe(
     ctx: typer.Context,
     notes: list[str] = NOTES,
     tags: str = typer.Option(None, "--tags", help=f"Tags of the context of use. {TAGS_HELP}"),
+    confirm: bool = CONFIRM,
+    session: str = SESSION,
     json_out: bool = JSON,
 ) -> None:
     """Reinforce notes used in a context (its tags): like touch, plus a cross-domain boost.
 
     When the context's tags barely overlap the note's (Jaccard < 0.3), strength grows by
     0.1 (at most 2.0) and cross_domain_count by 1: a memory useful across topics lasts.
+    --confirm and --session confirm notes as touch does.
 
     Example:
         vaultmem observe "Redis for caching" --tags payments,webhooks
     """
-    from vaultmem import api
     from vaultmem.model import parse_tags
 
-    done = api.reinforce(open_vault(ctx), notes, now=clock(), context_tags=parse_tags(tags))
+    done = _reinforce(ctx, notes, list(parse_tags(tags)), confirm, session)
     _print_reinforced(done, json_out, "observed")
 
 

@@ -28,6 +28,7 @@ def _cell(score: StageScore | None) -> str:
 
 
 def _trace_table(trace: Trace) -> list[str]:
+    reached = [f"      reached {trace.reached.describe()}"] if trace.reached else []
     rows: list[tuple[str, StageScore | None]] = [*trace.lists]
     rows += [
         ("fused", trace.fused),
@@ -36,7 +37,7 @@ def _trace_table(trace: Trace) -> list[str]:
         ("final", trace.final),
     ]
     width = max(len(name) for name, _ in rows)
-    out = [f"      {'stage':<{width}}  {'rank':>5}  {'score':>9}"]
+    out = [*reached, f"      {'stage':<{width}}  {'rank':>5}  {'score':>9}"]
     out += [f"      {name:<{width}}  {_cell(score)}" for name, score in rows]
     if trace.fragment:
         start, end = trace.fragment
@@ -73,6 +74,11 @@ def print_explain(result: QueryResult) -> None:
             typer.echo(f"  semantic      {variant}")
         if exp.hypothetical:
             typer.echo(f"  hypothetical  {exp.hypothetical}")
+    if result.route is not None:
+        route = result.route
+        order = " (oldest first)" if route.oldest_first and route.name == "when" else ""
+        entity = f", note {route.entity}" if route.entity else ""
+        typer.echo(f"route: {route.name}{order}{entity}  [{route.rule}]")
     if result.lists:
         typer.echo("lists:")
         for spec in result.lists:
@@ -82,7 +88,8 @@ def print_explain(result: QueryResult) -> None:
         return
     typer.echo("results:")
     for rank, (hit, trace) in enumerate(zip(result.hits, result.traces, strict=True), start=1):
-        typer.echo(f"{rank:>2}. {hit.title}  [{hit.path}]  {hit.score:.3f}")
+        day = f"{hit.date}  " if hit.date else ""
+        typer.echo(f"{rank:>2}. {day}{hit.title}  [{hit.path}]  {hit.score:.3f}")
         if hit.snippet:
             typer.echo(f"    {hit.line}: {hit.snippet}")
         for line in _trace_table(trace):
@@ -108,8 +115,9 @@ def query(
         None,
         "--intent",
         metavar="TEXT",
-        help="What you are after (steers expansion, fragment choice and reranking; "
-        "turns off the strong-signal bypass).",
+        help="why, when, entity or what: answer by that route (default: detected from "
+        "the question). Any other text: what you are after (steers expansion, fragment "
+        "choice and reranking; turns off the strong-signal bypass).",
     ),
     explain: bool = typer.Option(
         False, "--explain", help="Show every stage, and each result's rank and score at each."
@@ -142,8 +150,20 @@ def query(
     --explain --json each line has an "explain" object (stages, lists, expansion, and
     the result's rank and score at every stage).
 
+    Intent routes (--intent why|when|entity|what, else detected from the question and
+    shown in --explain): why (a question starting "why", "how come", "what led to", or
+    asking the reason for) favours decisions and follows supersedes, superseded_by,
+    caused_by, contradicts and refines links up to two hops from the best hits (each hop
+    halves the score; the current decision comes before the one it superseded); when
+    ("when", "since when", "what date", "how long ago", "timeline") puts the dated notes
+    in time order, newest first ("first"/"earliest": oldest first), with their date;
+    entity ("who is X", "what do we know about X", "tell me about X", X a note's title or
+    alias) puts X's note first, then the notes linking to and from it; what is the
+    pipeline alone.
+
     Example:
         vaultmem --vault example-vault query "that thing about caching we decided" -n 3
+        vaultmem --vault example-vault query "why did we drop Memcached?" --explain
     """
     from vaultmem import api
     from vaultmem.cli import clock, open_vault

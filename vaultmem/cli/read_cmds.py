@@ -27,7 +27,8 @@ def print_hits(hits: list[Hit], json_out: bool) -> None:
         return
     for rank, hit in enumerate(hits, start=1):
         mark = "  (review)" if hit.review else ""
-        typer.echo(f"{rank:>2}. {hit.title}  [{hit.path}]  {hit.score:.2f}{mark}")
+        day = f"{hit.date}  " if hit.date else ""  # `query`'s when route
+        typer.echo(f"{rank:>2}. {day}{hit.title}  [{hit.path}]  {hit.score:.2f}{mark}")
         if hit.snippet:
             typer.echo(f"    {hit.line}: {hit.snippet}")
 

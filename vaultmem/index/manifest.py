@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -25,19 +26,21 @@ from vaultmem.note import Note, iso
 from vaultmem.vault import FileStat
 
 T = TypeVar("T")
-SCHEMA = 4
+SCHEMA = 5  # 5: the links column (the link graph is built from it)
 FILE_NAME = "manifest.sqlite"
 LEGACY_FILE = "manifest.json"  # schema 3 and older: ignored, removed by the next index
 _BUSY_TIMEOUT_S = 30.0
+_DATED = ("created", "last_used", "last_review")  # the owned keys `timeline` reads
 _COLUMNS = (
-    "path, mtime_ns, size, hash, title, aliases, type, status, tags, memory, quality, warnings"
+    "path, mtime_ns, size, hash, title, aliases, type, status, tags, memory, quality, warnings,"
+    " links"
 )
 _DDL = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL,"
     " size INTEGER NOT NULL, hash TEXT NOT NULL, title TEXT NOT NULL, aliases TEXT NOT NULL,"
     " type TEXT NOT NULL, status TEXT NOT NULL, tags TEXT NOT NULL, memory TEXT NOT NULL,"
-    " quality REAL NOT NULL, warnings TEXT NOT NULL) WITHOUT ROWID",
+    " quality REAL NOT NULL, warnings TEXT NOT NULL, links TEXT NOT NULL) WITHOUT ROWID",
 )
 
 
@@ -59,6 +62,9 @@ class Entry:
     quality: float = 0.0
     # Owned values that were invalid and treated as absent (one line each), for `status`.
     warnings: tuple[str, ...] = ()
+    # Every link as written, ``(type, target)``: a typed link's key, or "wikilink" for a
+    # body link (target without #heading or |alias). The link graph resolves these.
+    links: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,11 +127,26 @@ def _row(path: str, e: Entry) -> tuple[Any, ...]:
         _dump(dict(e.memory)),
         e.quality,
         _dump(list(e.warnings)),
+        _dump([list(link) for link in e.links]),
     )
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:
-    _, mtime_ns, size, hash_, title, aliases, type_, status, tags, memory, quality, warns = row
+    (
+        _,
+        mtime_ns,
+        size,
+        hash_,
+        title,
+        aliases,
+        type_,
+        status,
+        tags,
+        memory,
+        quality,
+        warns,
+        links,
+    ) = row
     return Entry(
         mtime_ns,
         size,
@@ -138,6 +159,7 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         json.loads(memory) if memory else {},
         quality,
         tuple(json.loads(warns)) if warns else (),
+        tuple((t, x) for t, x in json.loads(links)) if links else (),
     )
 
 
@@ -231,6 +253,22 @@ class Store:
         rows = self._conn.execute("SELECT path, title, aliases FROM notes")
         return {p: (t, tuple(json.loads(a)) if a else ()) for p, t, a in rows}
 
+    def dates(self) -> list[tuple[str, str, str, int, Any, Any, Any]]:
+        """(path, title, type, mtime_ns, created, last_used, last_review) of every row: what
+        `timeline` needs, the dates picked out of the memory JSON by SQLite (no row decoded)."""
+        if not self.current():
+            return []
+        keys = ", ".join(f"json_extract(NULLIF(memory, ''), '$.{k}')" for k in _DATED)
+        return self._conn.execute(
+            f"SELECT path, title, type, mtime_ns, {keys} FROM notes"
+        ).fetchall()
+
+    def link_rows(self) -> list[tuple[str, str, str, str]]:
+        """(path, hash, aliases JSON, links JSON) of every row: what the link graph needs."""
+        if not self.current():
+            return []
+        return self._conn.execute("SELECT path, hash, aliases, links FROM notes").fetchall()
+
     def warnings(self) -> dict[str, tuple[str, ...]]:
         """path → warnings of every note that has some."""
         if not self.current():
@@ -254,20 +292,48 @@ class Store:
             raise
         self._conn.execute("COMMIT")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads that see one state of the database, whatever a writer commits meanwhile."""
+        self._conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._conn.execute("COMMIT")
+
     def upsert(self, entries: Mapping[str, Entry]) -> None:
         """Insert or replace the rows of ``entries`` (call inside :meth:`transaction`)."""
+        before = self._conn.total_changes
         self._conn.executemany(
-            f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (_row(p, e) for p, e in entries.items()),
         )
+        self._changed(before)
 
     def delete(self, paths: Iterable[str]) -> None:
         """Drop the rows of ``paths`` (call inside :meth:`transaction`)."""
+        before = self._conn.total_changes
         self._conn.executemany("DELETE FROM notes WHERE path = ?", ((p,) for p in paths))
+        self._changed(before)
 
     def clear(self) -> None:
         """Drop every row (call inside :meth:`transaction`)."""
         self._conn.execute("DELETE FROM notes")
+        self._changed(-1)
+
+    def _changed(self, before: int) -> None:
+        # A new token with every change of the rows (``before``: the connection's change
+        # count before the write): readers that derive data from the rows (the link
+        # graph) see in one lookup whether theirs is still current.
+        if self._conn.total_changes != before:
+            self.set_meta(rows_version=secrets.token_hex(8))
+
+    def rows_version(self) -> str:
+        """A token that changes whenever a row does ("" before the first write)."""
+        if not self.current():
+            return ""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'rows_version'").fetchone()
+        return str(row[0]) if row else ""
 
     def set_meta(self, **values: str | int | None) -> None:
         """Set meta keys (``None`` stores ""); call inside :meth:`transaction`."""
@@ -427,7 +493,15 @@ def entry_for(note: Note) -> Entry:
         memory_keys(note.meta),
         note.quality,
         note.warnings,
+        _link_texts(note),
     )
+
+
+def _link_texts(note: Note) -> tuple[tuple[str, str], ...]:
+    # Imported here: the graph module reads this manifest.
+    from vaultmem.index.graph import link_texts
+
+    return link_texts(note.meta, note.links)
 
 
 def memory_keys(meta: Mapping[Any, Any]) -> dict[str, Any]:

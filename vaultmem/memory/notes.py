@@ -10,7 +10,8 @@ read at write time, never from a possibly stale manifest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -20,10 +21,19 @@ from vaultmem.frontmatter import WriteResult
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import refresh_paths
 from vaultmem.memory.writeback import edit_notes, edit_notes_locked, locked
-from vaultmem.memory_state import as_float, as_int, note_memory
-from vaultmem.note import read_note
+from vaultmem.memory_state import (
+    DEFAULT_CONFIDENCE,
+    as_float,
+    as_int,
+    note_memory,
+    parse_time,
+    stored_confidence,
+)
+from vaultmem.note import Note, read_note
 from vaultmem.scores import (
     MemoryState,
+    confirmed,
+    contradicted,
     decay_score,
     normalize_tags,
     parse_half_life,
@@ -34,7 +44,9 @@ from vaultmem.scores import (
 __all__ = [
     "Change",
     "Reinforced",
+    "contradiction",
     "forget_notes",
+    "older_note",
     "pin_notes",
     "reinforce_locked",
     "reinforce_notes",
@@ -42,6 +54,7 @@ __all__ = [
     "snooze_notes",
     "snooze_until",
     "state_from_meta",
+    "surfaced_in_session",
     "unpin_notes",
     "unsnooze_notes",
 ]
@@ -88,7 +101,11 @@ def _to_second(now: datetime) -> datetime:
 
 @dataclass(frozen=True)
 class Reinforced:
-    """One reinforcement of one note: usage and decay score before and after."""
+    """One reinforcement of one note: usage, decay score and confidence before and after.
+
+    ``confidence_before``/``confidence`` are the stored values (0.5 when absent);
+    ``confirmed`` says whether this reinforcement was a confirmation.
+    """
 
     path: str
     use_count_before: int
@@ -98,6 +115,9 @@ class Reinforced:
     cross_domain: bool
     score_before: float
     score_after: float
+    confidence_before: float = DEFAULT_CONFIDENCE
+    confidence: float = DEFAULT_CONFIDENCE
+    confirmed: bool = False
     updates: Mapping[str, object] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, object]:
@@ -112,6 +132,9 @@ class Reinforced:
             "cross_domain": self.cross_domain,
             "score_before": round(self.score_before, 6),
             "score_after": round(self.score_after, 6),
+            "confidence_before": self.confidence_before,
+            "confidence": self.confidence,
+            "confirmed": self.confirmed,
         }
 
 
@@ -142,11 +165,23 @@ def _reinforcement(
     return updates
 
 
+def _confirmation(meta: Mapping[Any, Any], now: datetime) -> dict[str, object]:
+    """The owned-key updates of a confirmation: confidence one step toward 1, and
+    ``last_confirmed = now`` (which restarts the fading of unconfirmed trust)."""
+    return {"confidence": confirmed(stored_confidence(meta)), "last_confirmed": now}
+
+
 def reinforce_locked(
-    config: Config, paths: Sequence[str], now: datetime, context_tags: Iterable[str] = ()
+    config: Config,
+    paths: Sequence[str],
+    now: datetime,
+    context_tags: Iterable[str] = (),
+    *,
+    confirm: Collection[str] = (),
 ) -> list[Reinforced]:
     """:func:`reinforce_notes` for a caller that holds the vault lock (no re-index).
 
+    ``confirm``: the paths (among ``paths``) whose reinforcement is also a confirmation.
     The caller re-indexes the returned paths (``refresh_paths``) before releasing the lock.
     """
     now = _to_second(now)
@@ -159,6 +194,8 @@ def reinforce_locked(
         note = notes[path]
         before = state_from_meta(meta, note.mtime_ns)
         updates = _reinforcement(meta, now, note.tags, context)
+        if path in confirm:
+            updates |= _confirmation(meta, now)
         after = state_from_meta({**meta, **updates}, note.mtime_ns)
         # Overwritten when update_note retries on a concurrent save: the last one counts.
         done[path] = Reinforced(
@@ -170,6 +207,9 @@ def reinforce_locked(
             cross_domain="cross_domain_count" in updates,
             score_before=decay_score(before, now),
             score_after=decay_score(after, now),
+            confidence_before=stored_confidence(meta),
+            confidence=stored_confidence({**meta, **updates}),
+            confirmed=path in confirm,
             updates=updates,
         )
         return updates
@@ -179,24 +219,99 @@ def reinforce_locked(
 
 
 def reinforce_notes(
-    config: Config, paths: Sequence[str], now: datetime, context_tags: Iterable[str] = ()
+    config: Config,
+    paths: Sequence[str],
+    now: datetime,
+    context_tags: Iterable[str] = (),
+    *,
+    confirm: bool = False,
+    session: str | None = None,
 ) -> list[Reinforced]:
     """Reinforce notes (SPEC §5): ``use_count``/``review_count`` + 1, ``last_used`` and
     ``last_review`` = ``now``; a use whose ``context_tags`` barely overlap the note's tags
     (Jaccard < 0.3) also adds 0.1 strength and counts a cross-domain use.
+
+    A reinforcement is also a *confirmation* of every note when ``confirm``, and of the
+    notes the surfacing log shows were surfaced in ``session`` (surfaced, then used: the
+    agent relied on what vaultmem offered). A confirmation raises ``confidence`` one step
+    toward 1 (:func:`vaultmem.scores.confirmed`) and sets ``last_confirmed = now``.
 
     ``created`` is never written (a note without it stays without it). Takes the vault
     lock and re-indexes the notes.
 
     Example:
         >>> reinforce_notes(config, ["inbox/a.md"], now, ["payments"])  # doctest: +SKIP
+        >>> reinforce_notes(config, ["inbox/a.md"], now, confirm=True)  # doctest: +SKIP
     """
+    chosen: Collection[str] = ()
+    if confirm:
+        chosen = frozenset(paths)
+    elif session is not None:
+        chosen = surfaced_in_session(config, session)
     with locked(config, "touch"):
         try:
-            return reinforce_locked(config, paths, now, context_tags)
+            return reinforce_locked(config, paths, now, context_tags, confirm=chosen)
         finally:
             # Also after a failure on a later note: the ones written are indexed.
             refresh_paths(config, paths)
+
+
+def surfaced_in_session(config: Config, session: str) -> frozenset[str]:
+    """The notes `surface` showed in ``session``, from the surfacing log (both of its
+    generations); an unreadable line or log counts as nothing surfaced."""
+    from vaultmem.agent.surface import log_path
+
+    current = log_path(config)
+    found: set[str] = set()
+    for path in (current.with_suffix(".jsonl.1"), current):
+        try:
+            lines = path.read_text("utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in lines:
+            found.update(_session_notes(line, session))
+    return frozenset(found)
+
+
+def _session_notes(line: str, session: str) -> list[str]:
+    """The notes of one log line when it belongs to ``session``."""
+    try:
+        run = json.loads(line)
+    except ValueError:
+        return []
+    if not isinstance(run, dict) or run.get("session") != session:
+        return []
+    notes = run.get("notes")
+    return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
+
+
+# --------------------------------------------------------------------------- contradiction
+
+
+def older_note(config: Config, a: str, b: str) -> str | None:
+    """Of two notes, the older: the earlier ``created``, else the earlier file mtime
+    (a note without ``created`` is compared by mtime on both sides); None on a tie.
+
+    Call it under the vault lock, before either note is written.
+    """
+    ages = {path: _born(read_note(config.vault, path)) for path in (a, b)}
+    if ages[a] == ages[b]:
+        return None
+    return a if ages[a] < ages[b] else b
+
+
+def _born(note: Note) -> tuple[float, int]:
+    created = parse_time(note.meta.get("created"))
+    when = created.timestamp() if created is not None else note.mtime_ns / 1e9
+    return (when, note.mtime_ns)
+
+
+def contradiction(meta: Mapping[Any, Any]) -> dict[str, object]:
+    """The owned-key update of a contradiction: ``confidence`` 0.25 lower, floor 0.2
+    (:func:`vaultmem.scores.contradicted`); nothing else changes."""
+    before = stored_confidence(meta)
+    after = contradicted(before)
+    return {} if after == before else {"confidence": after}
 
 
 # --------------------------------------------------------------------------- flags

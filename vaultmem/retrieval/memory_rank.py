@@ -2,7 +2,8 @@
 
 Relevance comes first (SPEC §2.3). A ranked list of ``(path, score)`` from any retrieval
 mode is normalised so the top result has relevance 1; each note's memory prior
-(recency, confidence, quality; :func:`vaultmem.scores.memory_prior`) and pin move it by
+(recency, confidence as faded since its last confirmation, quality;
+:func:`vaultmem.scores.memory_prior`) and pin move it by
 at most the prior weight (:func:`vaultmem.scores.ranked_score`). Superseded notes lose a
 full weight and are placed below their successor when both are found. Forgotten and
 archived notes never appear (unless the caller asked for that status).
@@ -78,7 +79,7 @@ def _score(
     recent = scores.asks_for_recency(text)
     prior = scores.memory_prior(
         scores.recency(memory.state, options.now),
-        memory.confidence,
+        memory.effective_confidence(options.now),
         memory.quality,
         recency_query=recent,
     )

@@ -12,7 +12,9 @@
       → reciprocal rank fusion (k = 60) → candidate limit (30)
       → rerank the best fragment of each candidate (cross-encoder endpoint, else the
         chat model, else skipped)
-      → position-aware blend → MMR demotion of near-duplicates → results
+      → position-aware blend → MMR demotion of near-duplicates → memory prior
+      → intent route (why / when / entity reorder and add linked notes; what keeps
+        the order: :mod:`vaultmem.retrieval.routing`) → results
 
 The arithmetic lives in :mod:`vaultmem.retrieval.fusion` (pure, hand-checked); this
 module fetches the lists, calls the optional models and records what every stage did,
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,12 +48,14 @@ from vaultmem.index.lexical import LexicalHit, LexicalIndex, analyse, query_term
 from vaultmem.inference.base import Embedder
 from vaultmem.inference.llm import JSONReplyError, LLMClient, parse_json_reply
 from vaultmem.inference.rerank import Reranker
-from vaultmem.model import Filters, Hit
-from vaultmem.retrieval import fusion, memory_rank
+from vaultmem.model import ROUTES, Filters, Hit
+from vaultmem.retrieval import fusion, memory_rank, routing
 from vaultmem.retrieval.memory_rank import Ranked, RankingOptions
+from vaultmem.retrieval.routing import Reach, Route
 from vaultmem.retrieval.snippets import MAX_SNIPPET, best_line
 
 if TYPE_CHECKING:
+    from vaultmem.index.manifest import Entry
     from vaultmem.retrieval.vsearch import VectorIndex
 
 __all__ = [
@@ -155,21 +159,24 @@ class Trace:
 
     ``lists`` has an entry for every retrieval list, in :attr:`QueryResult.lists` order,
     ``None`` where the note was not in that list. ``rerank`` is ``None`` when reranking
-    did not run or the note was beyond the candidate limit. ``fragment`` is the line span
-    of the fragment that was reranked and shown, ``fragment_source`` how it was chosen
+    did not run or the note was beyond the candidate limit; ``fused`` and ``blended`` are
+    ``None`` for a note the route reached over the link graph (``reached`` says how).
+    ``fragment`` is the line span of the fragment that was reranked and shown,
+    ``fragment_source`` how it was chosen
     (``vector``: the best vector hit named it; ``lexical``: most query/intent words;
     ``none``: the note could not be read).
     """
 
     lists: tuple[tuple[str, StageScore | None], ...]
-    fused: StageScore
+    fused: StageScore | None
     rerank: StageScore | None
-    blended: StageScore
+    blended: StageScore | None
     final: StageScore
     fragment: tuple[int, int] | None = None
     fragment_source: str = "none"
     demoted: bool = False
     memory: Ranked | None = None  # what the memory prior did (None: it did not run)
+    reached: Reach | None = None  # the intent route's graph path to the note, if it took one
 
     def as_json(self) -> dict[str, object]:
         """The per-result part of ``query --explain --json``'s ``explain`` object.
@@ -179,14 +186,15 @@ class Trace:
         """
         return {
             "retrieval": {name: (s.as_json() if s else None) for name, s in self.lists},
-            "fused": self.fused.as_json(),
+            "fused": self.fused.as_json() if self.fused else None,
             "rerank": self.rerank.as_json() if self.rerank else None,
-            "blended": self.blended.as_json(),
+            "blended": self.blended.as_json() if self.blended else None,
             "final": self.final.as_json(),
             "fragment": list(self.fragment) if self.fragment else None,
             "fragment_source": self.fragment_source,
             "demoted": self.demoted,
             "memory": _memory_json(self.memory),
+            "reached": self.reached.as_json() if self.reached else None,
         }
 
 
@@ -231,6 +239,7 @@ class QueryResult:
     stages: tuple[Stage, ...]
     lists: tuple[ListSpec, ...] = ()
     expansion: Expansion | None = None
+    route: Route | None = None
 
     @property
     def degraded(self) -> tuple[Stage, ...]:
@@ -247,6 +256,7 @@ class QueryResult:
             "stages": [s.as_json() for s in self.stages],
             "lists": [spec.as_json() for spec in self.lists],
             "expansion": self.expansion.as_json() if self.expansion else None,
+            "route": self.route.as_json() if self.route else None,
         }
 
 
@@ -256,7 +266,9 @@ class QueryOptions:
 
     ``candidates``: how many fused results the reranker sees (SPEC default 30).
     ``intent``: what the searcher is after; steers expansion, fragment choice and the
-    rerank query, and disables the strong-signal bypass. ``expand``: LLM query expansion
+    rerank query, and disables the strong-signal bypass; a route word (why, when,
+    entity, what) selects that route instead. ``route``: the intent route (None: the
+    intent's route word, else detected from the question). ``expand``: LLM query expansion
     is opt-in (``--expand``, ``[query] expand = true``). ``rerank``: False turns the
     stage off (``--no-rerank``).
     """
@@ -264,6 +276,7 @@ class QueryOptions:
     limit: int = 10
     candidates: int = fusion.CANDIDATE_LIMIT
     intent: str | None = None
+    route: str | None = None
     expand: bool = False
     rerank: bool = True
     filters: Filters = field(default_factory=Filters)
@@ -828,6 +841,79 @@ def _memory_detail(kept: Sequence[Ranked], ranking: RankingOptions) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _Routed:
+    """What the intent route did: the new order and what each result needs from it."""
+
+    route: Route
+    order: list[tuple[str, float]]
+    stage: Stage
+    entries: Mapping[str, Entry] = field(default_factory=dict)
+    reached: Mapping[str, Reach] = field(default_factory=dict)
+    dates: Mapping[str, str] = field(default_factory=dict)
+
+
+def _resolver(config: Config) -> Callable[[str], str | None]:
+    """A name → note path function for entity detection (None when no note has it)."""
+    from vaultmem.lookup import resolve
+
+    def find(name: str) -> str | None:
+        try:
+            return resolve(config, name)
+        except VaultmemError:  # not found, ambiguous, or a path outside the vault
+            return None
+
+    return find
+
+
+def _route_stage(
+    config: Config,
+    index: LexicalIndex,
+    route: Route,
+    final: list[tuple[str, float]],
+    memory: Mapping[str, Ranked],
+    options: QueryOptions,
+) -> _Routed:
+    """``final`` reordered by the route (``what``: untouched)."""
+    said = f"{route.name} ({route.rule})"
+    if route.name == "what" or (route.name == "entity" and route.entity is None):
+        why = "pipeline order kept" if route.name == "what" else "no note by that name: order kept"
+        return _Routed(route, final, Stage("route", "ran", f"{said}: {why}"))
+    # The memory prior's score where it ran: it already holds superseded notes down.
+    top = max((score for _, score in final), default=0.0) or 1.0
+    ranked = [(doc, memory[doc].score if doc in memory else score / top) for doc, score in final]
+    entries = index.entries(doc for doc, _ in ranked)
+    if route.name == "when":
+        order, found = routing.route_when(ranked, entries, options.limit, route.oldest_first)
+        dates = {doc: day.isoformat() for doc, (day, _) in found.items()}
+        detail = f"{said}: {len(dates)} dated note(s), {route.as_json()['order']}"
+        return _Routed(route, order, Stage("route", "ran", detail), entries, dates=dates)
+    from vaultmem.index.graph import LinkGraph
+    from vaultmem.retrieval.vsearch import passes
+
+    graph = LinkGraph.load(config)
+    if route.entity is None:
+        reach = routing.why_reach(graph, ranked)
+    else:
+        reach = routing.entity_links(graph, route.entity)
+    wanted = {*reach, *([route.entity] if route.entity else [])}
+    entries = {**entries, **index.entries(p for p in wanted if p not in entries)}
+
+    def shown(path: str) -> bool:
+        return path in entries and passes(config, path, entries[path], options.filters)
+
+    reach = {p: r for p, r in reach.items() if shown(p)}
+    if route.entity is None:
+        order = routing.route_why(ranked, entries, graph, reach)
+        detail = f"{said}: {len(reach)} note(s) reached over {', '.join(routing.WHY_LINKS)}"
+    elif not shown(route.entity):
+        return _Routed(route, final, Stage("route", "ran", f"{said}: the note is filtered out"))
+    else:
+        order = routing.route_entity(ranked, route.entity, reach)
+        detail = f"{said}: {route.entity} first, {len(reach)} linked note(s)"
+    return _Routed(route, order, Stage("route", "ran", detail), entries, reach)
+
+
 def _ranks(items: Sequence[tuple[str, float]]) -> dict[str, StageScore]:
     return {doc: StageScore(rank, score) for rank, (doc, score) in enumerate(items, start=1)}
 
@@ -855,11 +941,16 @@ def query(
     options = options or QueryOptions()
     text = text[:MAX_QUERY_CHARS]
     intent = " ".join((options.intent or "").split()) or None
+    route_word = options.route
+    if intent is not None and intent.lower() in ROUTES:
+        # A route word names a route; it is not a description to steer the models with.
+        route_word, intent = route_word or intent.lower(), None
     if not text.strip():
         return QueryResult((), (), (Stage("probe", "off", "empty query: nothing to search"),))
     from vaultmem.retrieval.search import lexical_hits
 
     index = index or LexicalIndex.open(config.cache_dir)
+    route = routing.detect(text, route_word, _resolver(config))
     depth = max(options.candidates, options.limit)
     filters = options.filters
     stages: list[Stage] = []
@@ -940,8 +1031,18 @@ def query(
         )
     )
 
-    final, memory, stage = _memory_stage(index, final, text, options)
+    # A route reorders more than it shows: the prior ranks the whole pool for it.
+    ranked_for = options if route.name == "what" else replace(options, limit=depth)
+    final, memory, stage = _memory_stage(index, final, text, ranked_for)
     stages.append(stage)
+    routed = _route_stage(config, index, route, final, memory, options)
+    final = routed.order
+    stages.append(routed.stage)
+    for doc, _ in final[: options.limit]:
+        if doc not in chosen:  # reached over the graph: no retrieval list had it
+            entry = routed.entries[doc]
+            lists.found[doc] = _Found(entry.title, entry.type, entry.status)
+            chosen[doc] = _choose_fragment(fragments.of(doc), None, term_set)
 
     list_ranks = [_ranks(ranked) for ranked in lists.ranked]
     fused_ranks = _ranks(fused)
@@ -957,21 +1058,27 @@ def query(
         snippet, line, line_end = _snippet(config, doc, frag, snippet_terms)
         title = info.title or PurePosixPath(doc).stem
         review = doc in memory and memory[doc].review
-        hits.append(Hit(doc, title, score, snippet, line, info.type, info.status, line_end, review))
+        day = routed.dates.get(doc)
+        hits.append(
+            Hit(doc, title, score, snippet, line, info.type, info.status, line_end, review, day)
+        )
         traces.append(
             Trace(
                 lists=tuple(
                     (spec.name, ranks.get(doc))
                     for spec, ranks in zip(lists.specs, list_ranks, strict=True)
                 ),
-                fused=fused_ranks[doc],
+                fused=fused_ranks.get(doc),
                 rerank=rerank_ranks.get(doc),
-                blended=blended_ranks[doc],
+                blended=blended_ranks.get(doc),
                 final=final_ranks[doc],
                 fragment=(frag.start_line, frag.end_line) if frag else None,
                 fragment_source=source,
                 demoted=doc in demoted,
                 memory=memory.get(doc),
+                reached=routed.reached.get(doc),
             )
         )
-    return QueryResult(tuple(hits), tuple(traces), tuple(stages), tuple(lists.specs), expansion)
+    return QueryResult(
+        tuple(hits), tuple(traces), tuple(stages), tuple(lists.specs), expansion, routed.route
+    )

@@ -158,7 +158,8 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
     @server.tool(
         description=(
             "Search the memory vault. Returns path, title, score, line and snippet per hit. "
-            "mode: keyword (BM25), semantic (vectors) or hybrid (both, reranked)."
+            "mode: keyword (BM25), semantic (vectors) or hybrid (both, reranked; why/when/"
+            "who questions follow links and order by date)."
         ),
         annotations=READ,
     )

@@ -367,6 +367,9 @@ class SearchBody(_Body):
     review: bool = _default(SearchRequest, "review")
     candidates: int = Field(_default(SearchRequest, "candidates"), description="hybrid only")
     intent: str | None = Field(None, description="hybrid only")
+    route: str | None = Field(
+        None, description="hybrid only: why, when, entity or what (null: from the question)"
+    )
     expand: bool | None = Field(None, description="hybrid only; null: the vault's setting")
     rerank: bool = Field(_default(SearchRequest, "rerank"), description="hybrid only")
 

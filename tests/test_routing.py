@@ -1,0 +1,222 @@
+"""Intent routing in `query`: detection rules, the why beam, the when order, entity notes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLE_VAULT, Cli
+
+from vaultmem.index.graph import Edge, LinkGraph
+from vaultmem.index.manifest import Entry
+from vaultmem.retrieval import routing
+
+REDIS = "decisions/Redis for caching.md"
+MEMCACHED = "decisions/Memcached for session cache.md"
+LI_WEI = "people/Li Wei.md"
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """example-vault/ keyword-indexed once (the routing tests only read it)."""
+    vault = tmp_path_factory.mktemp("routing") / "vault"
+    shutil.copytree(EXAMPLE_VAULT, vault, ignore=shutil.ignore_patterns(".vaultmem"))
+    return vault
+
+
+@pytest.fixture
+def rcli(indexed: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """A CLI on the shared indexed vault (indexed on first use, BM25 only)."""
+    monkeypatch.setenv("VAULTMEM_EMBEDDER", "none")
+    cli = Cli(indexed)
+    if not (indexed / ".vaultmem").exists():
+        cli("index")
+    return cli
+
+
+def explained(cli: Cli, *args: str) -> list[dict[str, Any]]:
+    """``query ... --explain --json``: one object per hit."""
+    out = cli("query", *args, "--explain", "--json").stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+# --- detection -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "route"),
+    [
+        ("Why did we drop Memcached?", "why"),
+        ("how come the sessions survive a failover", "why"),
+        ("what led to the structlog decision", "why"),
+        ("the rationale behind Helm charts", "why"),
+        ("When did we roll out PgBouncer?", "when"),
+        ("since when do we use Redis", "when"),
+        ("what date was the Stripe outage", "when"),
+        ("how long ago did we move to EKS", "when"),
+        ("timeline of the payments integration", "when"),
+        # Man-page benchmark questions: words inside, not a why/when question.
+        ("update a Release", "what"),
+        ("Tell how long the system has been running.", "what"),
+        ("helper when working with debconf's escape capability", "what"),
+        ("Time and date specifications", "what"),
+        ("who is Nobody Known", "what"),  # no note by that name: not an entity question
+    ],
+)
+def test_routes_are_detected_by_rule(question: str, route: str) -> None:
+    names = {"li wei": LI_WEI}
+    found = routing.detect(question, None, lambda name: names.get(name.lower()))
+    assert found.name == route
+    assert found.rule  # --explain names the rule that fired
+
+
+def test_entity_is_detected_by_title_or_alias_and_intent_words_win() -> None:
+    names = {"li wei": LI_WEI, "kenji": "people/Kenji Watanabe.md"}
+
+    def resolve(name: str) -> str | None:
+        return names.get(name.lower())
+
+    assert routing.detect("Who is Li Wei?", None, resolve).entity == LI_WEI
+    kenji = routing.detect("what do we know about Kenji", None, resolve)
+    assert (kenji.name, kenji.entity) == ("entity", "people/Kenji Watanabe.md")
+    forced = routing.detect("Why did we drop Memcached?", "what", resolve)
+    assert (forced.name, forced.rule) == ("what", "--intent what")
+    assert routing.detect("when did we first use Redis", None).oldest_first
+    assert not routing.detect("when did we last use Redis", None).oldest_first
+
+
+# --- the graph walk and the orders, by hand ----------------------------------------------
+
+
+def test_the_beam_halves_the_score_per_hop_and_stops_after_two() -> None:
+    # a -supersedes-> b -caused_by-> c -refines-> d; e links a only by a body wikilink.
+    graph = LinkGraph(
+        [
+            Edge("a.md", "b.md", "supersedes"),
+            Edge("b.md", "c.md", "caused_by"),
+            Edge("c.md", "d.md", "refines"),
+            Edge("e.md", "a.md", "wikilink"),
+            Edge("x.md", "a.md", "contradicts"),
+        ]
+    )
+    found = routing.beam(graph, [("a.md", 0.8)], routing.WHY_LINKS)
+    assert sorted(found) == ["b.md", "c.md", "x.md"]  # d is hop 3; e is no why link
+    assert found["b.md"].score == pytest.approx(0.4)
+    assert found["c.md"].score == pytest.approx(0.2)
+    assert (found["c.md"].hop, found["c.md"].origin) == (2, "b.md")
+    assert found["x.md"].backlink and not found["b.md"].backlink
+    assert found["b.md"].describe() == "via supersedes from a.md, hop 1"
+
+
+def test_why_puts_the_current_decision_before_the_one_it_superseded() -> None:
+    graph = LinkGraph(
+        [Edge("new.md", "old.md", "supersedes"), Edge("old.md", "new.md", "superseded_by")]
+    )
+    entries = {
+        "old.md": Entry(0, 0, "", "Old", type="decision", status="superseded"),
+        "new.md": Entry(0, 0, "", "New", type="decision"),
+        "note.md": Entry(0, 0, "", "Note"),
+    }
+    ranked = [("old.md", 1.0), ("note.md", 0.9)]
+    reached = routing.why_reach(graph, ranked)
+    assert reached["new.md"].describe() == "via superseded_by from old.md, hop 1"
+    order = routing.route_why(ranked, entries, graph, reached)
+    # old 1.0 × 1.25 = 1.25 would lead; new (0.5 × 1.25) is moved just before it.
+    assert [doc for doc, _ in order] == ["new.md", "old.md", "note.md"]
+    assert dict(order)["note.md"] == pytest.approx(0.9)
+
+
+def test_note_dates_come_from_the_file_name_then_created_then_last_used() -> None:
+    used = Entry(0, 0, "", "T", memory={"last_used": "2026-11-02T08:00:00Z"})
+    both = Entry(0, 0, "", "T", memory={"created": "2026-10-01", "last_used": "2026-11-02"})
+    assert routing.note_date("daily/2026-10-14.md", both) == (date(2026, 10, 14), "file name")
+    assert routing.note_date("a.md", both) == (date(2026, 10, 1), "created")
+    assert routing.note_date("a.md", used) == (date(2026, 11, 2), "last_used")
+    assert routing.note_date("a.md", Entry(0, 0, "", "T")) is None
+
+
+# --- the CLI on example-vault --------------------------------------------------------------
+
+
+def test_why_returns_the_current_decision_first_and_reaches_the_old_one(rcli: Cli) -> None:
+    hits = explained(rcli, "Why did we drop Memcached?", "-n", "5")
+    assert hits[0]["path"] == REDIS
+    old = next(h for h in hits if h["path"] == MEMCACHED)
+    assert old["explain"]["route"] == {"route": "why", "rule": "starts with 'why'"}
+    assert old["explain"]["reached"]["text"] == f"via supersedes from {REDIS}, hop 1"
+
+
+def test_why_without_the_prior_still_puts_the_current_decision_first(rcli: Cli) -> None:
+    # Keyword relevance alone puts the superseded note first; the why route turns it round.
+    args = ("Why did we drop Memcached?", "-n", "3", "--no-prior", "--no-review")
+    plain = explained(rcli, *args, "--intent", "what")
+    assert plain[0]["path"] == MEMCACHED
+    routed = explained(rcli, *args, "--intent", "why")
+    assert [h["path"] for h in routed[:2]] == [REDIS, MEMCACHED]
+    reached = routed[0]["explain"]["reached"]
+    assert (reached["link"], reached["from"], reached["hop"]) == ("superseded_by", MEMCACHED, 1)
+
+
+def test_why_follows_caused_by_from_an_incident(rcli: Cli) -> None:
+    hits = explained(rcli, "what led to the structlog decision", "-n", "10")
+    reached = {h["path"]: h["explain"]["reached"] for h in hits if h["explain"]["reached"]}
+    assert any(r["link"] == "caused_by" for r in reached.values()), reached
+
+
+def test_when_returns_dated_notes_newest_first_with_their_dates(rcli: Cli) -> None:
+    hits = rcli.json_lines("query", "When did we roll out PgBouncer?", "-n", "5")
+    dated = [h["date"] for h in hits if "date" in h]
+    assert hits[0]["path"] == "handoffs/2026-10-30 pgbouncer rollout.md"
+    assert hits[0]["date"] == "2026-10-30"
+    assert len(dated) >= 3 and dated == sorted(dated, reverse=True)
+
+
+def test_when_first_orders_oldest_first(rcli: Cli) -> None:
+    hits = rcli.json_lines("query", "when did we first talk about caching", "-n", "5")
+    head = [h["date"] for h in hits[:3]]
+    assert head == sorted(head) and hits[0]["path"] == "daily/2026-10-05.md"
+
+
+def test_entity_returns_the_person_and_the_notes_linking_to_them(rcli: Cli) -> None:
+    hits = explained(rcli, "who is Li Wei?", "-n", "6")
+    assert hits[0]["path"] == LI_WEI
+    assert hits[0]["explain"]["route"]["entity"] == LI_WEI
+    linking = {h["path"] for h in hits[1:] if h["explain"]["reached"]}
+    # Each of these writes [[Li Wei]] in its body.
+    assert {"projects/Release process.md", "handoffs/2026-10-30 pgbouncer rollout.md"} <= linking
+    assert all(h["explain"]["reached"]["from"] == LI_WEI for h in hits[1:5])
+
+
+def test_entity_by_alias_and_by_intent(rcli: Cli) -> None:
+    hits = rcli.json_lines("query", "what do we know about Kenji", "-n", "3")
+    assert hits[0]["path"] == "people/Kenji Watanabe.md"
+    forced = rcli.json_lines("query", "Ana", "--intent", "entity", "-n", "3")
+    assert forced[0]["path"] == "people/Ana Souza.md"
+
+
+def test_what_questions_keep_the_pipeline_order_and_the_json_shape(rcli: Cli) -> None:
+    text = "that thing about caching we decided"
+    routed = explained(rcli, text, "-n", "5")
+    assert routed[0]["explain"]["route"]["route"] == "what"
+    plain = rcli.json_lines("query", text, "-n", "5")
+    assert [h["path"] for h in plain] == [h["path"] for h in routed]
+    assert all("date" not in h and h["explain"]["reached"] is None for h in routed)
+
+
+def test_a_route_word_is_not_a_free_text_intent(rcli: Cli) -> None:
+    hits = explained(rcli, "Redis for caching", "--intent", "why", "-n", "1")
+    stages = {s["stage"]: s for s in hits[0]["explain"]["stages"]}
+    assert stages["strong-signal"]["status"] == "ran"  # a real intent turns it off
+    assert stages["route"]["detail"].startswith("why (--intent why)")
+
+
+def test_human_explain_shows_the_route_and_the_path(rcli: Cli) -> None:
+    out = rcli("query", "Why did we drop Memcached?", "-n", "3", "--explain").stdout
+    assert "route: why  [starts with 'why']" in out
+    assert f"reached via supersedes from {REDIS}, hop 1" in out
+    when = rcli("query", "When did we roll out PgBouncer?", "-n", "2").stdout
+    assert " 1. 2026-10-30  Handoff 2026-10-30" in when
