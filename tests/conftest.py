@@ -60,6 +60,15 @@ def vectors_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def llm_env(fake_openai, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN001, ANN201
+    """The in-test OpenAI server configured as the vault's LLM (no retries)."""
+    monkeypatch.setenv("VAULTMEM_LLM_URL", fake_openai.base_url)
+    monkeypatch.setenv("VAULTMEM_LLM_MODEL", "fake-chat")
+    monkeypatch.setenv("VAULTMEM_LLM_MAX_RETRIES", "0")
+    return fake_openai
+
+
+@pytest.fixture
 def vault(tmp_path: Path) -> Path:
     """A fresh copy of example-vault/ in a temp folder."""
     target = tmp_path / "vault"

@@ -206,14 +206,6 @@ def test_threshold_option_links_more_loosely(cli: Cli, seeded) -> None:  # noqa:
 # --------------------------------------------------------------------------- LLM review
 
 
-@pytest.fixture
-def llm_env(fake_openai, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN001, ANN201
-    monkeypatch.setenv("VAULTMEM_LLM_URL", fake_openai.base_url)
-    monkeypatch.setenv("VAULTMEM_LLM_MODEL", "fake-chat")
-    monkeypatch.setenv("VAULTMEM_LLM_MAX_RETRIES", "0")
-    return fake_openai
-
-
 def test_dry_run_does_not_ask_the_llm(cli: Cli, seeded, llm_env) -> None:  # noqa: ANN001
     plan = _plan(cli, "--dry-run")
     assert [c["action"] for c in plan] == ["merge", "ask"]

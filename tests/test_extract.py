@@ -192,14 +192,6 @@ def test_no_planted_secret_reaches_the_vault_offline(vault: Path, cli: Cli) -> N
 # --------------------------------------------------------------------------- with an LLM
 
 
-@pytest.fixture
-def llm_env(fake_openai, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN001, ANN201
-    monkeypatch.setenv("VAULTMEM_LLM_URL", fake_openai.base_url)
-    monkeypatch.setenv("VAULTMEM_LLM_MODEL", "fake-chat")
-    monkeypatch.setenv("VAULTMEM_LLM_MAX_RETRIES", "0")
-    return fake_openai
-
-
 LLM_REPLY = {
     "memories": [
         {

@@ -55,14 +55,14 @@ from vaultmem.indexer import index_vault, refresh_paths
 from vaultmem.inference.base import Embedder
 from vaultmem.lookup import note_names
 from vaultmem.memory.remember import (
-    _shingles,
-    _strip_heading,
-    _supersede,
     content_key,
     create_note,
     slugify,
+    strip_heading,
+    supersede,
     target_folder,
     unique_path,
+    word_shingles,
 )
 from vaultmem.memory.writeback import locked, wikilink
 from vaultmem.memory_state import NoteMemory, link_targets, note_memory
@@ -358,7 +358,7 @@ def _units(body: str) -> list[str]:
             out.extend(s.strip() for s in _SENTENCE_END_RE.split(" ".join(paragraph)))
             paragraph.clear()
 
-    for line in _strip_heading(body).splitlines():
+    for line in strip_heading(body).splitlines():
         stripped = line.strip()
         if fence is not None:
             fence.append(line)
@@ -487,7 +487,7 @@ def _merge_locked(
     new_link = wikilink(path, resolver)
     for i, old in enumerate(cluster.members):
         try:
-            _supersede(config, old, new_link)
+            supersede(config, old, new_link)
         except BaseException:
             if i == 0:  # nothing points at it yet: leave the vault as it was
                 (config.vault / path).unlink(missing_ok=True)
@@ -508,7 +508,7 @@ def _ask(config: Config, llm: LLMClient, cluster: Cluster) -> tuple[str, str]:
     for path in cluster.members:
         note = read_note(config.vault, path)
         created = note.meta.get("created")
-        text = _strip_heading(note.body).strip()[:MAX_PROMPT_CHARS]
+        text = strip_heading(note.body).strip()[:MAX_PROMPT_CHARS]
         notes.append(
             {"path": path, "title": note.title, "created": str(created or ""), "text": text}
         )
@@ -585,7 +585,7 @@ def _similarity(
         except VaultmemError:
             continue  # a note that vanished or cannot be read is no duplicate
         # Hashed once: set operations on ints are several times faster than on tuples.
-        shingles[path] = frozenset(map(hash, _shingles(content_key(body))))
+        shingles[path] = frozenset(map(hash, word_shingles(content_key(body))))
     return _Similarity("shingles", list(shingles), shingles), 0, warnings
 
 

@@ -85,7 +85,7 @@ _WORD_RE = re.compile(r"\w+")
 # --------------------------------------------------------------------------- comparing
 
 
-def _strip_heading(text: str) -> str:
+def strip_heading(text: str) -> str:
     """The text without a leading ``# heading`` line (the title is not the content)."""
     lines = text.strip().splitlines()
     if lines and _H1_RE.match(lines[0]):
@@ -96,11 +96,12 @@ def _strip_heading(text: str) -> str:
 def content_key(text: str) -> str:
     """What two memories must share to be exact duplicates: the text without a leading
     ``# heading``, lower-cased, whitespace collapsed, punctuation stripped at both ends."""
-    collapsed = " ".join(_strip_heading(text).lower().split())
+    collapsed = " ".join(strip_heading(text).lower().split())
     return _EDGE_PUNCT_RE.sub("", collapsed)
 
 
-def _shingles(key: str) -> frozenset[tuple[str, ...]]:
+def word_shingles(key: str) -> frozenset[tuple[str, ...]]:
+    """The runs of consecutive words of a content key (all of them when it is shorter)."""
     words = _WORD_RE.findall(key)
     if len(words) < SHINGLE_WORDS:
         return frozenset([tuple(words)]) if words else frozenset()
@@ -111,7 +112,7 @@ def _shingles(key: str) -> frozenset[tuple[str, ...]]:
 
 def shingle_similarity(a: str, b: str) -> float:
     """Jaccard of the 3-word shingles of two texts (after :func:`content_key`), 0–1."""
-    sa, sb = _shingles(content_key(a)), _shingles(content_key(b))
+    sa, sb = word_shingles(content_key(a)), word_shingles(content_key(b))
     union = sa | sb
     return len(sa & sb) / len(union) if union else 0.0
 
@@ -160,7 +161,7 @@ def _read(config: Config, path: str) -> Note | None:
 def find_duplicates(config: Config, text: str, folder: str) -> _Duplicates:
     """The first exact duplicate of ``text`` and every near duplicate, most similar first."""
     key = content_key(text)
-    mine = _shingles(key)
+    mine = word_shingles(key)
     near: list[NearDuplicate] = []
     for path in dict.fromkeys(_candidate_paths(config, text, folder)):
         note = _read(config, path)
@@ -169,8 +170,8 @@ def find_duplicates(config: Config, text: str, folder: str) -> _Duplicates:
         theirs = content_key(note.body)
         if theirs == key:
             return _Duplicates(path, ())
-        union = mine | _shingles(theirs)
-        similarity = len(mine & _shingles(theirs)) / len(union) if union else 0.0
+        union = mine | word_shingles(theirs)
+        similarity = len(mine & word_shingles(theirs)) / len(union) if union else 0.0
         if similarity >= NEAR_DUPLICATE:
             near.append(NearDuplicate(path, round(similarity, 4)))
     near.sort(key=lambda n: (-n.similarity, n.path))
@@ -324,7 +325,7 @@ def _append_link(meta: dict[Any, Any], key: str, link: str) -> list[str]:
     return links if link in links else [*links, link]
 
 
-def _supersede(
+def supersede(
     config: Config, old: str, new_link: str, *, new: str | None = None, old_link: str = ""
 ) -> None:
     """``old`` gets ``superseded_by: [new_link]`` and ``status: superseded``; an existing
@@ -409,7 +410,7 @@ def _reinforce_duplicate(
         resolver = LinkResolver(note_names(config))
         link = wikilink(path, resolver)
         changed.append(supersedes)
-        _supersede(config, supersedes, link, new=path, old_link=wikilink(supersedes, resolver))
+        supersede(config, supersedes, link, new=path, old_link=wikilink(supersedes, resolver))
     else:
         supersedes = None
     return Remembered(path, False, duplicate_of=path, reinforced=done, supersedes=supersedes)
@@ -446,7 +447,7 @@ def _write_new(
     if supersedes is not None and resolver is not None:
         changed.append(supersedes)
         try:
-            _supersede(config, supersedes, wikilink(path, resolver))
+            supersede(config, supersedes, wikilink(path, resolver))
         except BaseException:
             # The old note's frontmatter could not be edited: nothing stays written.
             (config.vault / path).unlink(missing_ok=True)
