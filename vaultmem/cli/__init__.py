@@ -226,6 +226,25 @@ warm_vaults: contextvars.ContextVar[Callable[[Any], Any] | None] = contextvars.C
 )
 
 
+def root_args(ctx: typer.Context, config: Any) -> list[str]:
+    """The global options a process vaultmem starts (a capture job, a background server,
+    a cron line) needs to see the same vault and cache."""
+    obj = ctx.find_root().obj or {}
+    args = ["--vault", str(config.vault)]
+    if obj.get("cache_dir"):
+        args += ["--cache-dir", str(config.cache_dir)]
+    return args
+
+
+def launcher() -> list[str]:
+    """How to start vaultmem from outside (hooks, cron): the `vaultmem` script on PATH,
+    else this Python with ``-m vaultmem``."""
+    import shutil
+
+    found = shutil.which("vaultmem")
+    return [os.path.abspath(found)] if found else [sys.executable, "-m", "vaultmem"]
+
+
 def clock() -> datetime:
     """Now, in UTC; ``VAULTMEM_NOW`` (ISO 8601) pins it, for tests and replays."""
     pinned = os.environ.get("VAULTMEM_NOW", "").strip()

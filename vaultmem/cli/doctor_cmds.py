@@ -114,9 +114,9 @@ def cron(
         vaultmem --vault ~/notes cron >> my-crontab
         vaultmem --vault ~/notes cron --systemd
     """
-    from vaultmem.cli.hook_cmds import _launcher, _root_args
+    from vaultmem.cli import launcher, root_args
     from vaultmem.cron import crontab, systemd_units
 
     config = load_config(ctx)
     render = systemd_units if systemd else crontab
-    typer.echo(render(_launcher(), config.vault, _root_args(ctx, config)), nl=False)
+    typer.echo(render(launcher(), config.vault, root_args(ctx, config)), nl=False)

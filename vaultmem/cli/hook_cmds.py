@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from vaultmem.cli import app, clock, load_config, open_vault
+from vaultmem.cli import app, clock, launcher, load_config, open_vault, root_args
 
 DRY_RUN = typer.Option(
     False, "--dry-run", help="Print the diff of the settings file; write nothing."
@@ -95,19 +95,10 @@ def _answer(
     if transcript is None or not transcript.is_file():
         hooks.log_line(log, now, event, f"no transcript to capture ({transcript})")
         return ""
-    commands = hooks.capture_commands(sys.executable, _root_args(ctx, config), transcript)
+    commands = hooks.capture_commands(sys.executable, root_args(ctx, config), transcript)
     pid = hooks.start_capture(commands, config.cache_dir / hooks.JOB_LOG_NAME)
     hooks.log_line(log, now, event, f"started extract and handoff of {transcript} (pid {pid})")
     return ""
-
-
-def _root_args(ctx: typer.Context, config: Any) -> list[str]:
-    """The global options the capture job needs to see the same vault and cache."""
-    obj = ctx.find_root().obj or {}
-    args = ["--vault", str(config.vault)]
-    if obj.get("cache_dir"):
-        args += ["--cache-dir", str(config.cache_dir)]
-    return args
 
 
 def _fallback_log() -> Path:
@@ -130,12 +121,6 @@ hooks_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(hooks_app, name="hooks")
-
-
-def _launcher() -> list[str]:
-    """How settings.json starts vaultmem: the `vaultmem` script on PATH, else this Python."""
-    found = shutil.which("vaultmem")
-    return [os.path.abspath(found)] if found else [sys.executable, "-m", "vaultmem"]
 
 
 def _path(scope: str) -> Path:
@@ -185,10 +170,10 @@ def install(
     if vault:
         ctx.find_root().obj["vault"] = vault
     target = load_config(ctx).vault
-    launcher = _launcher()
+    start = launcher()
 
     def command(event: str) -> str:
-        return claude_settings.hook_command(launcher, target, event)
+        return claude_settings.hook_command(start, target, event)
 
     change = claude_settings.plan(_path(scope), lambda s: claude_settings.with_vaultmem(s, command))
     _write(change, dry_run, "installed vaultmem hooks in")

@@ -105,12 +105,12 @@ def _serve_here(config: Any, options: Any) -> None:
 
 def _start_background(ctx: typer.Context, config: Any, options: Any, json_out: bool) -> None:
     """Start `serve` detached (own session, log in the cache) and wait until it answers."""
-    from vaultmem.cli.hook_cmds import _root_args
+    from vaultmem.cli import root_args
     from vaultmem.servers.serve import LOG_NAME, running, server_running
 
     if running(config.cache_dir) is not None:
         raise server_running(config.cache_dir)
-    args = [sys.executable, "-m", "vaultmem", *_root_args(ctx, config), "serve"]
+    args = [sys.executable, "-m", "vaultmem", *root_args(ctx, config), "serve"]
     args += ["--host", options.host, "--port", str(options.port)]
     args += ["--watch"] if options.watch else []
     env = dict(os.environ)

@@ -221,18 +221,10 @@ def _note_vectors(config: Config, embedder: Embedder, paths: Sequence[str]) -> d
 
     from vaultmem.retrieval.vsearch import VectorIndex
 
-    wanted = set(paths)
     with VectorIndex(config, embedder) as index:
-        # One pass over the fragment owners: note_vectors() scans them once per note.
-        hashes: dict[str, list[str]] = {}
-        for digest, owners in index._idx.owners.items():
-            for path, _ref in owners:
-                if path in wanted:
-                    hashes.setdefault(path, []).append(digest)
-        stored = index._store.vectors({h for hs in hashes.values() for h in hs})
+        found = index.notes_vectors(paths)
     out = {}
-    for path, digests in hashes.items():
-        rows = [stored[h] for h in digests if h in stored]
+    for path, rows in found.items():
         if rows:
             mean = np.asarray(rows, dtype=np.float32).mean(axis=0)
             norm = float(np.linalg.norm(mean))

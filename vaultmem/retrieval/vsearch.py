@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
@@ -169,8 +169,22 @@ class VectorIndex:
 
     def note_vectors(self, path: str) -> list[list[float]]:
         """The stored vectors of every fragment of the note at ``path``."""
-        mine = [h for h, owners in self._idx.owners.items() if any(p == path for p, _ in owners)]
-        return list(self._store.vectors(mine).values()) if mine else []
+        return self.notes_vectors([path]).get(path, [])
+
+    def notes_vectors(self, paths: Iterable[str]) -> dict[str, list[list[float]]]:
+        """path → the stored vectors of its fragments, for every one of ``paths`` that has
+        any (one pass over the fragment owners and one store read for all of them)."""
+        wanted = set(paths)
+        hashes: dict[str, list[str]] = {}
+        for digest, owners in self._idx.owners.items():
+            for path, _ref in owners:
+                if path in wanted:
+                    hashes.setdefault(path, []).append(digest)
+        if not hashes:
+            return {}
+        stored = self._store.vectors({h for found in hashes.values() for h in found})
+        out = {p: [stored[h] for h in found if h in stored] for p, found in hashes.items()}
+        return {p: rows for p, rows in out.items() if rows}
 
 
 def with_snippets(config: Config, hits: Sequence[Hit]) -> list[Hit]:
