@@ -12,8 +12,6 @@ soundness test, the lock's holder, the embed sweep's records, the link resolver.
 from __future__ import annotations
 
 import json
-import shlex
-import shutil
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -393,7 +391,14 @@ def probe(name: str, role: RoleConfig, timeout: float = PROBE_TIMEOUT_S) -> Find
 
 
 def _hooks(config: Config, around: Surroundings) -> list[Finding]:
-    from vaultmem.agent.claude_settings import SCOPES, installed, read_settings, settings_path
+    from vaultmem.agent.claude_settings import (
+        SCOPES,
+        hook_problems,
+        hook_vault,
+        installed,
+        read_settings,
+        settings_path,
+    )
 
     found = []
     for scope in SCOPES:
@@ -408,32 +413,17 @@ def _hooks(config: Config, around: Surroundings) -> list[Finding]:
         if not ours:
             found.append(Finding("hooks", "ok", f"{scope}: no vaultmem hooks ({path})"))
             continue
-        broken = sorted({why for command in ours.values() for why in _broken(command)})
+        broken = sorted({why for command in ours.values() for why in hook_problems(command)})
         events = ", ".join(ours)
         if broken:
             message = f"{scope}: hooks ({events}) cannot run: {'; '.join(broken)}"
             found.append(Finding("hooks", "problem", message, fix=fix))
             continue
-        vaults = {v for v in map(_hook_vault, ours.values()) if v}
+        vaults = {v for v in map(hook_vault, ours.values()) if v}
         where = ", ".join(sorted(vaults)) or "found from the agent's folder"
         other = "" if not vaults or str(config.vault) in vaults else " (another vault)"
         found.append(Finding("hooks", "ok", f"{scope}: {events} for vault {where}{other}"))
     return found
-
-
-def _hook_vault(command: str) -> str | None:
-    words = shlex.split(command)
-    return next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--vault", "-V")), None)
-
-
-def _broken(command: str) -> list[str]:
-    """Why a hook command cannot run: its executable or its vault is missing."""
-    executable = shlex.split(command)[0]
-    why = [] if shutil.which(executable) else [f"{executable} not found"]
-    vault = _hook_vault(command)
-    if vault is not None and not Path(vault).is_dir():
-        why.append(f"vault {vault} is missing")
-    return why
 
 
 # -- server ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import copy
 import difflib
 import json
 import shlex
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,3 +217,19 @@ def apply(change: Change) -> Path | None:
     change.path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(change.path, change.after.encode("utf-8"))
     return backup
+
+
+def hook_vault(command: str) -> str | None:
+    """The vault a hook command names with ``--vault``/``-V`` (None: found from the cwd)."""
+    words = shlex.split(command)
+    return next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--vault", "-V")), None)
+
+
+def hook_problems(command: str) -> list[str]:
+    """Why a hook command cannot run: its executable or its vault is missing ([] if fine)."""
+    executable = shlex.split(command)[0]
+    why = [] if shutil.which(executable) else [f"{executable} not found"]
+    vault = hook_vault(command)
+    if vault is not None and not Path(vault).is_dir():
+        why.append(f"vault {vault} is missing")
+    return why

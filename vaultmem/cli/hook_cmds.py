@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -225,10 +224,9 @@ def status(claude: bool = CLAUDE) -> None:
 
 def _check(command: str) -> str:
     """Whether a hook command's executable and vault exist, in words."""
-    words = shlex.split(command)
-    runs = shutil.which(words[0]) is not None
-    vault = next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--vault", "-V")), None)
-    problems = [] if runs else [f"{words[0]} not found"]
-    if vault is not None and not Path(vault).is_dir():
-        problems.append(f"vault {vault} missing")
-    return f"BROKEN ({', '.join(problems)})" if problems else f"ok ({words[0]}, vault {vault})"
+    from vaultmem.agent.claude_settings import hook_problems, hook_vault
+
+    problems = hook_problems(command)
+    if problems:
+        return f"BROKEN ({', '.join(problems)})"
+    return f"ok ({shlex.split(command)[0]}, vault {hook_vault(command)})"
