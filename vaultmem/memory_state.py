@@ -60,6 +60,8 @@ class NoteMemory:
     last_confirmed: datetime | None = None
     # The file's mtime when the note has no ``created``: the spec's "created: first seen".
     first_seen: datetime | None = None
+    # The frontmatter names a ``type``: a memory, not a document that defaults to "note".
+    typed: bool = False
 
     def effective_confidence(self, now: datetime) -> float:
         """The confidence ranking uses at ``now``: the stored value, faded while nobody
@@ -76,6 +78,12 @@ class NoteMemory:
     def retired(self) -> bool:
         """Forgotten, archived or superseded: kept on disk, out of memory's way."""
         return self.status in RETIRED_STATUSES or bool(self.superseded_by)
+
+    @property
+    def stated(self) -> datetime | None:
+        """When the memory was last stated: written (``created``) or confirmed since."""
+        times = [t for t in (self.state.created, self.last_confirmed) if t is not None]
+        return max(times) if times else None
 
     def snoozed(self, now: datetime) -> bool:
         """Whether the note is hidden from surfacing and review at ``now``."""
@@ -182,4 +190,5 @@ def note_memory(path: str, entry: mf.Entry) -> NoteMemory:
         state=state,
         last_confirmed=parse_time(memory.get("last_confirmed")),
         first_seen=first_seen,
+        typed="type" in memory,
     )

@@ -49,6 +49,9 @@ __all__ = [
     "PROMOTE_WINDOW",
     "PRIOR_WEIGHT",
     "RECENCY_QUERY_WEIGHT",
+    "VERSION_COVERAGE",
+    "VERSION_TAG_OVERLAP",
+    "VERSION_TERM_OVERLAP",
     "MemoryState",
     "Quality",
     "Reinforcement",
@@ -78,7 +81,9 @@ __all__ = [
     "recency",
     "recency_value",
     "reinforce",
+    "restates",
     "review_priority",
+    "same_subject_tags",
     "should_forget",
     "should_promote",
     "to_utc",
@@ -833,3 +838,43 @@ def ranked_score(
     if superseded:
         score -= weight
     return score
+
+
+# --- versions of one memory ------------------------------------------------------------
+
+# A memory restated later (an agent that wrote "port 3100" without --supersedes on the
+# "port 3000" note) leaves two active notes that answer the same question; recency cannot
+# order them when their type never decays (decisions, preferences). Two results are
+# versions of one memory when they share most of their tags and answer the query with the
+# same words. Set on the memory-evolution benchmark (BENCHMARKS.md): no looser value of
+# either overlap moved a note above an answer about another subject there.
+VERSION_TAG_OVERLAP = 0.5
+VERSION_TERM_OVERLAP = 0.5
+# The newer note must hold most of the older one's query weight: a newer note that lacks
+# the query's rarest word ("tests" in "which test style does the user prefer?") answers a
+# neighbouring question, not this one.
+VERSION_COVERAGE = 0.8
+
+
+def restates(older: frozenset[str], newer: frozenset[str], weights: Mapping[str, float]) -> bool:
+    """Whether a newer note answers a query as an older one does: the query terms each
+    holds overlap by at least ``VERSION_TERM_OVERLAP`` (Jaccard), and the newer holds at
+    least ``VERSION_COVERAGE`` of the older's term weight (a term without a weight
+    weighs 1).
+
+    Example:
+        >>> restates(frozenset({"port", "notif"}), frozenset({"port", "notif", "servic"}), {})
+        True
+    """
+    union = older | newer
+    if not older or len(older & newer) < VERSION_TERM_OVERLAP * len(union):
+        return False
+    weight = sum(weights.get(t, 1.0) for t in older)
+    return sum(weights.get(t, 1.0) for t in newer) >= VERSION_COVERAGE * weight
+
+
+def same_subject_tags(a: Iterable[str], b: Iterable[str]) -> bool:
+    """Tags that put two memories on one subject: at least one shared and a Jaccard of at
+    least ``VERSION_TAG_OVERLAP``; untagged memories never are (nothing says their subject).
+    """
+    return bool(normalize_tags(a) & normalize_tags(b)) and jaccard(a, b) >= VERSION_TAG_OVERLAP

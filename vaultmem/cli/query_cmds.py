@@ -54,6 +54,8 @@ def _trace_table(trace: Trace) -> list[str]:
             )
             if on
         ]
+        if m.newer_version:
+            flags.append(f"below its newer version {m.newer_version}")
         extra = f" ({', '.join(flags)})" if flags else ""
         out.append(f"      memory: relevance {m.relevance:.3f}, prior {m.prior:.3f}{extra}")
     return out
@@ -155,7 +157,8 @@ def query(
     asking the reason for) favours decisions and follows supersedes, superseded_by,
     caused_by, contradicts and refines links up to two hops from the best hits (each hop
     halves the score; the current decision comes before the one it superseded); when
-    ("when", "since when", "what date", "how long ago", "timeline") puts the dated notes
+    ("when did", "since when", "what date", "how long ago", "timeline"; not "when
+    is/does/will", a schedule question) puts the dated notes
     in time order, newest first ("first"/"earliest": oldest first), with their date;
     entity ("who is X", "what do we know about X", "tell me about X", X a note's title or
     alias) puts X's note first, then the notes linking to and from it; what is the

@@ -8,6 +8,7 @@ analyzer as the documents and the query is built from the resulting terms, so no
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -140,6 +141,30 @@ def query_terms(text: str) -> list[str]:
     if not terms:
         terms = [str(stem(w)) for w in WORD_RE.findall(text.lower())]
     return list(dict.fromkeys(terms))
+
+
+# Words that ask rather than say what is asked about: dropped where the query's subject
+# words are compared ("who owns billing?" and a note saying "who is its owner").
+QUESTION_WORDS = (
+    "who",
+    "whom",
+    "whose",
+    "what",
+    "when",
+    "where",
+    "which",
+    "why",
+    "how",
+    "did",
+    "do",
+    "does",
+)
+
+
+def asked_terms(text: str) -> list[str]:
+    """The analysed terms of a question without its question words."""
+    drop = {str(stem(w)) for w in QUESTION_WORDS}
+    return [t for t in query_terms(text) if t not in drop]
 
 
 def weighted_terms(fields: Mapping[str, str]) -> dict[str, float]:
@@ -456,6 +481,14 @@ class LexicalIndex:
                 query, limit=limit, filter=_filter(filters), mask=_mask(filters), optimize=False
             )
             return [_hit(r["path"], float(r.score), r) for r in results]
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]:
+        """Each term's BM25 inverse document frequency in the ``text`` field."""
+        searcher = self.searcher()
+        with self._guard():
+            n = searcher.doc_count()
+            frequencies = {t: searcher.doc_frequency("text", t) for t in terms}
+        return {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in frequencies.items()}
 
     def entries(self, paths: Iterable[str]) -> dict[str, Entry]:
         """Manifest-like entries (title, type, status, memory keys, quality) of ``paths``.

@@ -8,6 +8,14 @@ at most the prior weight (:func:`vaultmem.scores.ranked_score`). Superseded note
 full weight and are placed below their successor when both are found. Forgotten and
 archived notes never appear (unless the caller asked for that status).
 
+Versions of one memory: a memory restated later without ``supersedes`` (the port that
+moved, the owner who changed) leaves two active notes that answer the same question, and
+recency cannot order them when their type never decays. Among the results shown, an
+active typed memory that a newer one restates (same type, tags on one subject, the same
+query words: :func:`vaultmem.scores.restates`) is listed just below it, unless it is
+pinned or was confirmed after the newer one was written. ``--explain`` names the newer
+version.
+
 Review blending (CortexGraph's natural spaced repetition): up to ``review_share`` of the
 result slots go to notes in the decay danger zone that match the query well (relevance
 ≥ ``REVIEW_MIN_RELEVANCE``), taken from below the cut, so using a result reinforces a
@@ -16,9 +24,10 @@ memory that is about to fade. Every danger-zone result is marked ``review``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cache
 from pathlib import PurePosixPath
 
 from vaultmem import scores
@@ -29,6 +38,8 @@ from vaultmem.model import HIDDEN_STATUSES, Hit
 __all__ = [
     "REVIEW_MIN_RELEVANCE",
     "REVIEW_SHARE",
+    "NoteWords",
+    "QueryTerms",
     "Ranked",
     "RankingOptions",
     "rank",
@@ -62,6 +73,29 @@ class Ranked:
     pinned: bool = False
     superseded: bool = False
     review: bool = False
+    newer_version: str = ""  # the path of the newer version listed above this one
+
+
+@dataclass(frozen=True)
+class NoteWords:
+    """What the versions rule reads of a note: the query terms it holds (from its title,
+    aliases, tags and body) and its tags."""
+
+    terms: frozenset[str]
+    tags: frozenset[str]
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query's words as the versions rule compares two notes by them.
+
+    ``weights``: each analysed query term (question words dropped) and its weight, the
+    keyword index's IDF where there is one, else 1. ``read``: a note's :class:`NoteWords`,
+    called only for the typed memories the rule compares.
+    """
+
+    weights: Mapping[str, float]
+    read: Callable[[str], NoteWords]
 
 
 def _relevances(ranked: Sequence[tuple[str, float]]) -> list[float]:
@@ -98,18 +132,85 @@ def _names(path: str) -> set[str]:
 
 
 def _below_successors(order: list[Ranked], memories: Mapping[str, NoteMemory]) -> list[Ranked]:
-    """Move each superseded note to just below its successor when the successor is listed."""
+    """Move each superseded note to just below its successor when the successor is listed.
+
+    The successor takes the superseded note's score when that is higher, so a route that
+    sorts by score (why) keeps the current note first.
+    """
     out = list(order)
-    for item in order:
-        memory = memories.get(item.path)
+    for path in [r.path for r in order]:
+        memory = memories.get(path)
         if memory is None or not memory.superseded_by:
             continue
         wanted = {t.lower() for t in memory.superseded_by}
-        at = out.index(item)
+        at = next(i for i, r in enumerate(out) if r.path == path)
+        item = out[at]
         successors = [i for i, other in enumerate(out) if _names(other.path) & wanted]
         if successors and max(successors) > at:
+            last = max(successors)
+            out[last] = replace(out[last], score=max(out[last].score, item.score))
             out.pop(at)
-            out.insert(max(successors), item)  # the successor shifted up by one
+            out.insert(last, item)  # the successor shifted up by one
+    return out
+
+
+def _restated(
+    older: NoteMemory,
+    newer: NoteMemory,
+    read: Callable[[str], NoteWords],
+    weights: Mapping[str, float],
+) -> bool:
+    """Whether ``newer`` is a later version of the memory ``older`` holds, for this query."""
+    if not (older.typed and newer.typed) or older.type != newer.type:
+        return False
+    if older.retired or newer.retired or older.pinned:
+        return False
+    if older.stated is None or newer.stated is None or newer.stated <= older.stated:
+        return False
+    old, new = read(older.path), read(newer.path)
+    if not scores.same_subject_tags(old.tags, new.tags):
+        return False
+    return scores.restates(old.terms, new.terms, weights)
+
+
+def _newest_version(
+    out: list[Ranked],
+    i: int,
+    head: int,
+    memories: Mapping[str, NoteMemory],
+    restated: Callable[[NoteMemory, NoteMemory], bool],
+) -> int | None:
+    """The position (after ``i``, before ``head``) of the newest version of ``out[i]``."""
+    older = memories.get(out[i].path)
+    if older is None:
+        return None
+    found = [
+        (m.stated, j)
+        for j in range(i + 1, head)
+        if (m := memories.get(out[j].path)) is not None and restated(older, m)
+    ]
+    return max(found)[1] if found else None
+
+
+def _versions_first(
+    order: list[Ranked], memories: Mapping[str, NoteMemory], terms: QueryTerms, head: int
+) -> list[Ranked]:
+    """Within the first ``head`` results, list each memory's newest version before it."""
+    read = cache(terms.read)
+
+    def restated(older: NoteMemory, newer: NoteMemory) -> bool:
+        return _restated(older, newer, read, terms.weights)
+
+    out = list(order)
+    head = min(head, len(out))
+    for i in range(head):
+        # Each move puts a strictly newer memory at ``i``, so the loop ends.
+        while (j := _newest_version(out, i, head, memories, restated)) is not None:
+            newer, older = out.pop(j), out[i]
+            out[i] = replace(older, newer_version=newer.path)
+            # The newer version takes the older's place and score: a route that sorts by
+            # score (why) keeps it first.
+            out.insert(i, replace(newer, score=max(newer.score, older.score)))
     return out
 
 
@@ -148,11 +249,7 @@ def _with_review(
 
 
 def _mark(item: Ranked, review: bool) -> Ranked:
-    if not review:
-        return item
-    return Ranked(
-        item.path, item.score, item.relevance, item.prior, item.pinned, item.superseded, True
-    )
+    return replace(item, review=True) if review else item
 
 
 def rank(
@@ -161,12 +258,14 @@ def rank(
     text: str,
     options: RankingOptions,
     limit: int,
+    terms: QueryTerms | None = None,
 ) -> list[Ranked]:
     """Re-rank ``ranked`` (best first, any score scale) with the notes' memory state.
 
     ``entries`` gives each path's memory keys (the manifest, or
     :meth:`LexicalIndex.entries`); a path without an entry keeps its relevance.
-    Returns at most ``limit`` results.
+    ``terms``: the query's words, for listing newer versions of a memory first (None:
+    that rule is off). Returns at most ``limit`` results.
 
     Example:
         >>> rank([("a.md", 12.0), ("b.md", 11.9)], entries, "cache", opts, 10)  # doctest: +SKIP
@@ -183,6 +282,8 @@ def rank(
     if options.weight > 0:
         order = sorted(enumerate(scored), key=lambda item: (-item[1].score, item[0]))
         scored = _below_successors([r for _, r in order], memories)
+        if terms is not None:
+            scored = _versions_first(scored, memories, terms, limit)
     if options.review_share > 0:
         return _with_review(scored, memories, limit, options)
     return scored[:limit]
@@ -194,6 +295,7 @@ def rank_hits(
     text: str,
     options: RankingOptions | None,
     limit: int,
+    terms: QueryTerms | None = None,
 ) -> list[Hit]:
     """:func:`rank` for finished hits: reordered and marked ``review``; scores unchanged.
 
@@ -202,5 +304,5 @@ def rank_hits(
     if options is None:
         return list(hits[:limit])
     by_path = {h.path: h for h in hits}
-    ranked = rank([(h.path, h.score) for h in hits], entries, text, options, limit)
+    ranked = rank([(h.path, h.score) for h in hits], entries, text, options, limit, terms)
     return [replace(by_path[r.path], review=r.review) for r in ranked]

@@ -52,6 +52,7 @@ from vaultmem.model import ROUTES, Filters, Hit
 from vaultmem.retrieval import fusion, memory_rank, routing
 from vaultmem.retrieval.memory_rank import Ranked, RankingOptions
 from vaultmem.retrieval.routing import Reach, Route
+from vaultmem.retrieval.search import version_terms
 from vaultmem.retrieval.snippets import MAX_SNIPPET, best_line
 
 if TYPE_CHECKING:
@@ -208,6 +209,7 @@ def _memory_json(item: Ranked | None) -> dict[str, object] | None:
         "pinned": item.pinned,
         "superseded": item.superseded,
         "review": item.review,
+        "newer_version": item.newer_version or None,
     }
 
 
@@ -812,14 +814,19 @@ def _demoted(order: Sequence[str], texts: Mapping[str, str]) -> set[str]:
 
 
 def _memory_stage(
-    index: LexicalIndex, final: list[tuple[str, float]], text: str, options: QueryOptions
+    config: Config,
+    index: LexicalIndex,
+    final: list[tuple[str, float]],
+    text: str,
+    options: QueryOptions,
 ) -> tuple[list[tuple[str, float]], dict[str, Ranked], Stage]:
     """The memory prior and review slots over the final order (results keep their score)."""
     if options.ranking is None:
         return final, {}, Stage("memory", "off", "--no-prior --no-review: retrieval order kept")
     ranking = replace(options.ranking, show_status=options.filters.status)
     entries = index.entries(doc for doc, _ in final)
-    kept = memory_rank.rank(final, entries, text, ranking, options.limit)
+    versions = version_terms(config, text, index)
+    kept = memory_rank.rank(final, entries, text, ranking, options.limit, versions)
     before = dict(final)
     ordered = [(r.path, before[r.path]) for r in kept]
     return ordered, {r.path: r for r in kept}, Stage("memory", "ran", _memory_detail(kept, ranking))
@@ -836,7 +843,8 @@ def _memory_detail(kept: Sequence[Ranked], ranking: RankingOptions) -> str:
     reviews = sum(1 for r in kept if r.review)
     return (
         f"prior weight {ranking.weight:g}; {sum(1 for r in kept if r.pinned)} pinned, "
-        f"{sum(1 for r in kept if r.superseded)} superseded, {reviews} for review "
+        f"{sum(1 for r in kept if r.superseded)} superseded, "
+        f"{sum(1 for r in kept if r.newer_version)} below a newer version, {reviews} for review "
         f"(share {ranking.review_share:g})"
     )
 
@@ -1033,7 +1041,7 @@ def query(
 
     # A route reorders more than it shows: the prior ranks the whole pool for it.
     ranked_for = options if route.name == "what" else replace(options, limit=depth)
-    final, memory, stage = _memory_stage(index, final, text, ranked_for)
+    final, memory, stage = _memory_stage(config, index, final, text, ranked_for)
     stages.append(stage)
     routed = _route_stage(config, index, route, final, memory, options)
     final = routed.order

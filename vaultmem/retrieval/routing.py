@@ -125,7 +125,12 @@ _WHY = (
 )
 _WHEN = (
     (re.compile(r"^\s*since when\b", re.I), "starts with 'since when'"),
-    (re.compile(r"^\s*when\b", re.I), "starts with 'when'"),
+    # "When is the staging database reset?" asks for a schedule the notes state, not
+    # for an event to place in time: present and future tenses stay on the what route.
+    (
+        re.compile(r"^\s*when\b(?!\s+(is|are|does|do|will|should|can|must)\b)", re.I),
+        "starts with 'when' (not 'when is/does/will')",
+    ),
     (re.compile(r"^\s*(on |at )?what (date|day)\b", re.I), "starts with 'what date'"),
     (re.compile(r"\bhow long ago\b", re.I), "asks 'how long ago'"),
     (re.compile(r"\btimeline\b", re.I), "asks for a timeline"),

@@ -9,10 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from vaultmem.config import Config
-from vaultmem.index.lexical import LexicalHit, LexicalIndex, query_terms
+from vaultmem.errors import VaultmemError
+from vaultmem.index.lexical import LexicalHit, LexicalIndex, analyse, asked_terms, query_terms
 from vaultmem.model import Filters, Hit
-from vaultmem.retrieval.memory_rank import RankingOptions, rank
+from vaultmem.note import read_note
+from vaultmem.retrieval.memory_rank import NoteWords, QueryTerms, RankingOptions, rank
 from vaultmem.retrieval.snippets import LineMap, Snippet, best_line
+from vaultmem.scores import normalize_tags
 from vaultmem.vault import in_collection
 
 # How many candidates the memory prior may reorder (SPEC's candidate limit).
@@ -157,9 +160,33 @@ def search(
     by_path = {r.path: r for r in raw}
     entries = {r.path: r.entry() for r in raw}
     ranking = replace(ranking, show_status=filters.status)
-    ranked = rank([(r.path, r.score) for r in raw], entries, text, ranking, limit)
+    versions = version_terms(config, text, index)
+    ranked = rank([(r.path, r.score) for r in raw], entries, text, ranking, limit, versions)
     hits = to_hits(config, [by_path[r.path] for r in ranked], terms, snippets)
     return [replace(h, review=r.review) for h, r in zip(hits, ranked, strict=True)]
+
+
+def version_terms(config: Config, text: str, index: LexicalIndex | None) -> QueryTerms:
+    """A query's words for listing newer versions of a memory first: weighted by the
+    keyword index's IDF (1 each without an index), a note's words read from its file.
+
+    Example:
+        >>> version_terms(config, "who owns billing?", index).weights  # doctest: +SKIP
+        {'own': 2.1, 'bill': 3.4}
+    """
+    asked = asked_terms(text[:2000])
+    weights = index.idf(asked) if index is not None else dict.fromkeys(asked, 1.0)
+    wanted = frozenset(asked)
+
+    def read(path: str) -> NoteWords:
+        try:
+            note = read_note(config.vault, path)
+        except VaultmemError:  # vanished or unreadable since it was indexed
+            return NoteWords(frozenset(), frozenset())
+        words = analyse("\n".join([note.title, *note.aliases, *note.tags, note.body]))
+        return NoteWords(wanted.intersection(words), normalize_tags(note.tags))
+
+    return QueryTerms(weights, read)
 
 
 def _with_folder(filters: Filters, folder: str) -> Filters:

@@ -14,7 +14,7 @@ from vaultmem.inference.base import Embedder
 from vaultmem.markdown import expand_tag
 from vaultmem.model import HIDDEN_STATUSES, Filters, Hit
 from vaultmem.retrieval.memory_rank import RankingOptions, rank_hits
-from vaultmem.retrieval.search import RANKING_DEPTH
+from vaultmem.retrieval.search import RANKING_DEPTH, version_terms
 from vaultmem.retrieval.snippets import MAX_SNIPPET
 from vaultmem.vault import in_collection
 
@@ -165,7 +165,9 @@ class VectorIndex:
         depth = max(limit * 3, RANKING_DEPTH)
         hits = self.nearest_many([vector], limit=depth, filters=filters)[0]
         options = replace(ranking, show_status=filters.status)
-        return with_snippets(self.config, rank_hits(hits, self.entries, text, options, limit))
+        versions = version_terms(self.config, text, None)
+        ranked = rank_hits(hits, self.entries, text, options, limit, versions)
+        return with_snippets(self.config, ranked)
 
     def note_vectors(self, path: str) -> list[list[float]]:
         """The stored vectors of every fragment of the note at ``path``."""
