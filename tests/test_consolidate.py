@@ -141,6 +141,10 @@ def test_merge_writes_one_note_and_supersedes_the_originals(
     note = read_note(vault, merged)
     assert note.title == "Staging database"
     assert note.meta["status"] == "active" and note.meta["type"] == "note"
+    # Dated when its facts were last stated (the newest original), not when merged on
+    # 2026-11-20: a merge of old wordings is no newer version of the memory.
+    newest = max(read_note(vault, p).meta["created"] for p in same)
+    assert note.meta["created"] == newest and str(newest).startswith("2026-11-0")
     links = [f"[[{Path(p).stem}]]" for p in same]
     assert note.meta["supersedes"] == links and note.meta["promoted_from"] == links
     # Every distinct fact of every original, each once.

@@ -29,7 +29,8 @@ A merge writes one new note from ``merged.md.j2``: the title of the most-used me
 (ties: the oldest), every distinct sentence or bullet of every member (the same text
 once normalised, or a sentence contained in a longer kept one, is kept once), the
 summed ``use_count``, the latest ``last_used``, the highest ``confidence``, the longest
-half-life, ``created`` = now, and ``supersedes`` + ``promoted_from`` links to each
+half-life, ``created`` = the newest member's (when the facts were last stated; the latest
+``last_confirmed`` too), and ``supersedes`` + ``promoted_from`` links to each
 member (Obsidian draws merged → originals). Each original gets ``status: superseded``
 and ``superseded_by: [[merged]]`` and nothing else, so search demotes it below the merged
 note and a second run does not see it. All merges happen under one vault lock.
@@ -423,10 +424,16 @@ def _merged_meta(
     if tags:
         meta["tags"] = list(tags)
     meta["type"] = head.type
-    meta["created"] = to_utc(now).replace(microsecond=0)
+    # When its facts were last stated, not when they were merged: a merge of old wordings
+    # must not pass for the newest version of a memory (memory_rank lists those first).
+    stated = [m.stated for m in memories if m.stated is not None]
+    meta["created"] = to_utc(max(stated, default=now)).replace(microsecond=0)
     meta["half_life"] = format_half_life(_longest_half_life(memories))
     meta["status"] = "active"
     meta["confidence"] = max(m.confidence for m in memories)
+    confirmed = [m.last_confirmed for m in memories if m.last_confirmed is not None]
+    if confirmed:
+        meta["last_confirmed"] = max(confirmed).replace(microsecond=0)
     if uses:
         meta["use_count"] = uses
     if last_used:
