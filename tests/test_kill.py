@@ -29,8 +29,13 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+import typer
 from conftest import Cli
 from fake_openai_server import FakeOpenAIServer
+from typer.testing import CliRunner
+
+from vaultmem.cli import _Boundary
+from vaultmem.errors import Terminated
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="finds processes through /proc"
@@ -527,10 +532,14 @@ def test_interrupt_does_not_wait_for_embedding_requests_in_flight(
 
 def _past_entry(err: str) -> bool:
     """Whether a traceback reaches vaultmem code beyond the import of vaultmem.entry (the
-    package's __init__ and __main__ run before its handlers exist, as Python's own
-    start-up does)."""
-    frames = re.findall(r'File "([^"]*/vaultmem/[^"]*)"', err)
-    return any(not f.endswith(("/vaultmem/__main__.py", "/vaultmem/__init__.py")) for f in frames)
+    package's __init__ and __main__, and entry's own module code, run before main()
+    defers signals, as Python's own start-up does)."""
+    frames = re.findall(r'File "([^"]*/vaultmem/[^"]*)", line \d+, in (\S+)', err)
+    before_main = ("/vaultmem/__main__.py", "/vaultmem/__init__.py")
+    return any(
+        not f.endswith(before_main) and not (f.endswith("/vaultmem/entry.py") and at == "<module>")
+        for f, at in frames
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=_case_id)
@@ -568,3 +577,38 @@ def test_a_signal_during_a_deferred_import_is_raised_after_it() -> None:
         time.sleep(0.05)  # delivered now, were it not deferred
         reached_end_of_block = True
     assert reached_end_of_block
+
+
+def _late_class(field: object) -> None:
+    """A command's late import: a class whose field is set up as the class is made."""
+    type("Late", (), {"field": field})
+
+
+def _boundary_app(field: object) -> typer.Typer:
+    app = typer.Typer(cls=_Boundary)
+    app.command("late")(lambda: _late_class(field))
+    app.command("other")(lambda: None)  # two commands: a group, so "late" is named
+    return app
+
+
+class _Raises:
+    """A field whose set-up raises ``error`` (Python 3.11 wraps it in RuntimeError)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize(("raised", "code"), [(KeyboardInterrupt(), 130), (Terminated(), 143)])
+def test_a_signal_inside_a_class_body_is_still_an_interrupt(
+    raised: BaseException, code: int
+) -> None:
+    # A signal landing while a module the command imports late sets up a dataclass.
+    result = CliRunner().invoke(_boundary_app(_Raises(raised)), ["late"])
+    assert result.exit_code == code, result.output
+    assert result.stderr.strip() == "vaultmem: interrupted"
+    # Any other failure there is not dressed up as an interrupt.
+    other = CliRunner().invoke(_boundary_app(_Raises(ValueError("broken"))), ["late"])
+    assert isinstance(other.exception, RuntimeError)

@@ -9,8 +9,9 @@ KeyboardInterrupt and SIGTERM raises :class:`~vaultmem.errors.Terminated`, each 
 through the command's ``finally`` blocks (lock, workers, temp files) to one line and
 exit 130 or 143; one that came while deferred is raised as the command starts. A signal
 after the command has finished changes nothing: its work is done. What is left is the
-interpreter's own start-up before this module runs (about 20 ms), where Python's default
-handlers apply.
+interpreter's own start-up before :func:`main` runs (about 20 ms, this module's few
+standard-library imports included), where Python's default handlers apply; this module
+imports nothing of vaultmem before :func:`main` defers them.
 
 Before it imports the CLI, :func:`main` offers the command to the vault's running server
 (:mod:`vaultmem.client`, standard library only): with `vaultmem serve` up, `search`,
@@ -26,8 +27,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from vaultmem.errors import Terminated
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _pending: list[int] = []
@@ -46,6 +45,8 @@ def _raise(signum: int, frame: object) -> None:
         os.kill(os.getpid(), signum)
         return
     if signum == signal.SIGTERM:
+        from vaultmem.errors import Terminated  # imported by the command long before
+
         raise Terminated
     raise KeyboardInterrupt
 
@@ -122,6 +123,7 @@ def _forwarded() -> int | None:
     (the server finishes a read-only request on its own and drops the answer).
     """
     from vaultmem.client import forward
+    from vaultmem.errors import Terminated
 
     try:
         with interruptible():

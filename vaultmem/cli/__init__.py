@@ -124,6 +124,14 @@ class _Boundary(TyperGroup):
         except KeyboardInterrupt as exc:
             typer.echo("vaultmem: interrupted", err=True)
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
+        except RuntimeError as exc:
+            # Python 3.11 wraps a signal that lands while a class body's fields are set up
+            # (a dataclass of a module the command imports late) in "Error calling
+            # __set_name__": still an interrupt.
+            if not isinstance(exc.__cause__, KeyboardInterrupt):
+                raise
+            typer.echo("vaultmem: interrupted", err=True)
+            raise typer.Exit(143 if isinstance(exc.__cause__, Terminated) else 130) from None
         except BrokenPipeError:
             # `vaultmem search … | head` closing the pipe is not an error.
             sys.stderr.close()

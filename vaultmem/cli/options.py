@@ -79,7 +79,8 @@ RANKING_FLAGS: dict[str, Any] = {
     "no_prior": typer.Option(
         False,
         "--no-prior",
-        help="Rank by relevance alone (no recency/confidence/quality/pin prior).",
+        help="Rank by relevance alone (no recency/confidence/quality/pin prior, and no "
+        "newer version of a memory listed before an older one).",
     ),
     "no_review": typer.Option(
         False, "--no-review", help="Give no result slots to fading notes due for review."
