@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.local_server import free_port
 
-TOOLS = {"search", "get", "remember", "reinforce", "flag", "links", "status"}
+TOOLS = {"search", "get", "remember", "reinforce", "flag", "links", "status", "timeline"}
 REDIS = "decisions/Redis for caching.md"
 
 
@@ -74,6 +74,8 @@ def _data(result: Any) -> Any:
 def test_every_tool_and_a_resource_over_stdio(indexed: Path) -> None:
     missing = run_vaultmem(indexed, "get", "no such note").stderr.strip()
     assert missing.startswith("vaultmem: error: ")
+    printed = run_vaultmem(indexed, "timeline", REDIS, "--json", "-n", "50").stdout
+    cli_events = [json.loads(line) for line in printed.splitlines()]
     redis_text = (indexed / REDIS).read_text("utf-8")
 
     async def body(client: Client) -> None:
@@ -130,6 +132,17 @@ def test_every_tool_and_a_resource_over_stdio(indexed: Path) -> None:
         assert links["path"] == REDIS and links["backlinks"]
         status = _data(await client.call_tool("status", {}))
         assert status["notes"] == 54 and status["indexed"] == 54
+
+        # The same request model as `timeline`: the same events (before this session's
+        # writes, which are dated now and come after the Redis note's).
+        told = _data(await client.call_tool("timeline", {"note": "Redis for caching"}))
+        assert told["note"] == REDIS and told["events"][: len(cli_events)] == cli_events
+        assert {"created", "linked"} <= {e["kind"] for e in told["events"]}
+        window = _data(await client.call_tool("timeline", {"since": "2h", "newest_first": True}))
+        assert window["events"][0]["path"] == "inbox/quokka-retries.md"
+        for args, said in (({}, "give a note, or since"), ({"since": "soon"}, "since: invalid")):
+            refused = await client.call_tool("timeline", args)
+            assert refused.is_error and _text(refused).startswith(said), _text(refused)
 
         note = (await client.read_resource("vault://decisions/Redis%20for%20caching.md")).contents
         assert [getattr(part, "text", None) for part in note] == [(indexed / REDIS).read_text()]

@@ -212,6 +212,20 @@ def test_links_similar_surface_status(client: httpx.Client) -> None:
     assert "<vault-context>" in surfaced["context"] and surfaced["notes"]
     status = _ok(client.get("/v1/status"))
     assert status["notes"] >= 50
+    told = _ok(client.post("/v1/timeline", json={"note": "Redis for caching", "limit": 3}))
+    assert told["note"] == "decisions/Redis for caching.md" and len(told["events"]) == 3
+    whens = [e["when"] for e in told["events"]]
+    assert whens == sorted(whens)
+    newest = _ok(client.post("/v1/timeline", json={"since": "3650d", "newest_first": True}))
+    whens = [e["when"] for e in newest["events"]]
+    assert whens == sorted(whens, reverse=True) and len(whens) > 3
+    assert _error(client.post("/v1/timeline", json={}), 422) == "give a note, or since and/or until"
+    assert _error(client.post("/v1/timeline", json={"until": "2026-13-45"}), 422).startswith(
+        "until: invalid date"
+    )
+    assert _error(client.post("/v1/timeline", json={"note": "x", "limit": 0}), 422).startswith(
+        "limit must be"
+    )
 
 
 # ----------------------------------------------------------------------------- writing

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from vaultmem.retrieval.query import Backends, QueryResult
     from vaultmem.retrieval.search import SnippetCache
     from vaultmem.retrieval.vsearch import VectorIndex
+    from vaultmem.timeline import Timeline, TimelineRequest
     from vaultmem.workspace import VaultStatus
 
 _Stamp = tuple[tuple[int, int] | None, ...]
@@ -426,6 +427,30 @@ def links(vault: OpenVault, name: str) -> NoteLinks:
     from vaultmem.memory.links import links_of
 
     return links_of(vault.config, resolve(vault.config, name))
+
+
+@_locked
+def timeline(vault: OpenVault, request: TimelineRequest, *, now: datetime) -> Timeline:
+    """What happened around a note, or in a window, in time order (newest first when
+    asked), at most ``request.limit`` events.
+
+    Example:
+        >>> timeline(vault, TimelineRequest("Redis for caching"), now=now).events  # doctest: +SKIP
+    """
+    from vaultmem.timeline import note_timeline, window_timeline
+
+    config = vault.config
+    since, until = request.window(now)
+    if request.note is None:
+        found = window_timeline(config, since, until or now)
+    else:
+        from vaultmem.lookup import resolve
+
+        around = request.around_span()
+        path = resolve(config, request.note)
+        found = note_timeline(config, path, around=around, since=since, until=until)
+    events = found.events[::-1] if request.newest_first else found.events
+    return replace(found, events=events[: request.limit])
 
 
 @_locked

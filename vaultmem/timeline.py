@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from vaultmem.config import Config
+from vaultmem.errors import RequestError
 from vaultmem.index import manifest as mf
 from vaultmem.memory_state import parse_time
 from vaultmem.scores import parse_half_life
@@ -34,6 +35,7 @@ __all__ = [
     "KINDS",
     "Event",
     "Timeline",
+    "TimelineRequest",
     "note_timeline",
     "parse_around",
     "parse_when",
@@ -86,6 +88,71 @@ class Timeline:
     since: datetime | None = None
     until: datetime | None = None
     git: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        """``{note, since, until, git, events}`` (dates ISO 8601 UTC, or null)."""
+        return {
+            "note": self.note,
+            "since": _iso(self.since) if self.since else None,
+            "until": _iso(self.until) if self.until else None,
+            "git": self.git,
+            "events": [e.as_json() for e in self.events],
+        }
+
+
+@dataclass(frozen=True)
+class TimelineRequest:
+    """One timeline as any front end asks for it: around ``note`` (a path, title, alias
+    or file name) or, without one, in the window ``since``..``until`` (ISO dates or
+    durations back from now: ``30d``; either may narrow a note's timeline too).
+    ``around``: with a note, how close other notes' dates must be (``7d``; ``0``: none);
+    ``newest_first``; ``limit``: at most that many events (None: all).
+
+    Example:
+        >>> TimelineRequest(since="30d", limit=20).window(now)  # doctest: +SKIP
+        (datetime(2026, 11, 1, ...), None)
+    """
+
+    note: str | None = None
+    since: str | None = None
+    until: str | None = None
+    around: str = "7d"
+    newest_first: bool = False
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("note", "since", "until"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise RequestError(f"{name} must be non-empty text, not {value!r}")
+        if self.note is None and self.since is None and self.until is None:
+            raise RequestError("give a note, or since and/or until")
+        if not isinstance(self.around, str):
+            raise RequestError(f"around must be a duration such as 7d, not {self.around!r}")
+        limit = self.limit
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise RequestError(f"limit must be a whole number of 1 or more, not {limit!r}")
+
+    def window(self, now: datetime) -> tuple[datetime | None, datetime | None]:
+        """``since`` and ``until`` as datetimes (RequestError naming a bad one)."""
+        try:
+            since = parse_when(self.since, now) if self.since is not None else None
+        except ValueError as exc:
+            raise RequestError(f"since: {exc}") from None
+        try:
+            until = parse_when(self.until, now, end=True) if self.until is not None else None
+        except ValueError as exc:
+            raise RequestError(f"until: {exc}") from None
+        return since, until
+
+    def around_span(self) -> timedelta:
+        """``around`` as a duration (RequestError when it is not one)."""
+        try:
+            return parse_around(self.around)
+        except ValueError as exc:
+            raise RequestError(f"around: {exc}") from None
 
 
 @dataclass(frozen=True)

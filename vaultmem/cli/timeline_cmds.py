@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import app, clock, load_config
+from vaultmem.cli import app, clock, open_vault
 
 if TYPE_CHECKING:
     from vaultmem.timeline import Event
-
-T = TypeVar("T")
-
-
-def _parsed(parse: Callable[[str], T], value: str, flag: str) -> T:
-    """``parse(value)``; a ValueError is a usage error (exit 2) naming ``flag``."""
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint=flag) from None
 
 
 def _line(event: Event) -> str:
@@ -81,34 +70,16 @@ def timeline(
         vaultmem --vault example-vault timeline "Redis for caching"
         vaultmem --vault example-vault timeline --since 30d --reverse -n 20 --json
     """
-    from vaultmem.timeline import note_timeline, parse_around, parse_when, window_timeline
+    from vaultmem import api
+    from vaultmem.timeline import TimelineRequest
 
-    if note is None and since is None and until is None:
-        raise typer.BadParameter("give a NOTE, or --since and/or --until", param_hint="NOTE")
-    now = clock()
-    start = _parsed(lambda v: parse_when(v, now), since, "--since") if since is not None else None
-    end = (
-        _parsed(lambda v: parse_when(v, now, end=True), until, "--until")
-        if until is not None
-        else None
-    )
-    config = load_config(ctx)
-    if note is None:
-        found = window_timeline(config, start, end or now)
-    else:
-        from vaultmem.lookup import resolve
-
-        path = resolve(config, note)
-        found = note_timeline(
-            config, path, around=_parsed(parse_around, around, "--around"), since=start, until=end
-        )
-    events = found.events[::-1] if reverse else found.events
-    shown = events[:limit] if limit else events
+    request = TimelineRequest(note, since, until, around, newest_first=reverse, limit=limit)
+    shown = api.timeline(open_vault(ctx), request, now=clock()).events
     if shown:
         # One write: a window of a big vault is tens of thousands of lines.
         lines = (
             json.dumps(e.as_json(), ensure_ascii=False) if json_out else _line(e) for e in shown
         )
         typer.echo("\n".join(lines))
-    if not events and not json_out:
+    if not shown and not json_out:
         typer.echo("no events", err=True)

@@ -5,7 +5,7 @@ call and answers compact JSON (``get`` answers the note's text). Validation is t
 request model's; a :class:`~vaultmem.errors.VaultmemError` comes back as a tool error
 whose text is the one-line message the CLI prints after ``vaultmem: error:``, and the
 server keeps serving. Tool definitions are sent to every agent's context, so there are
-seven of them, described in a line or two each.
+eight of them, described in a line or two each.
 
 This module prints nothing: over stdio the transport owns stdout (see
 :mod:`vaultmem.cli.mcp_cmds`, which also keeps stray writes off it).
@@ -37,6 +37,7 @@ from vaultmem.model import (
     SearchRequest,
 )
 from vaultmem.scores import NOTE_TYPES
+from vaultmem.timeline import TimelineRequest
 
 Clock = Callable[[], datetime]
 
@@ -205,6 +206,27 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
     )
     def status() -> CallToolResult:
         return _answer(lambda: api.status(vault).as_json())
+
+    @server.tool(
+        description=(
+            "What happened around a note, or between since and until, in time order: "
+            "notes created, changed, used, linked and committed. Give note, or since/until "
+            "(ISO dates or durations back from now: 30d, 2w, 12h)."
+        ),
+        annotations=READ,
+    )
+    def timeline(
+        note: Annotated[str | None, Field(description="Path, title, alias or file name.")] = None,
+        since: Text = None,
+        until: Text = None,
+        newest_first: bool = False,
+        limit: int = 50,
+    ) -> CallToolResult:
+        def work() -> object:
+            request = TimelineRequest(note, since, until, newest_first=newest_first, limit=limit)
+            return api.timeline(vault, request, now=clock()).as_json()
+
+        return _answer(work)
 
 
 def _write_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:

@@ -77,6 +77,7 @@ from vaultmem.model import (
     SearchRequest,
     parse_tags,
 )
+from vaultmem.timeline import TimelineRequest
 
 log = logging.getLogger("vaultmem.serve")
 
@@ -424,6 +425,24 @@ class SurfaceBody(_Body):
     vectors: bool | None = Field(None, description="null: when the vault has vectors")
 
 
+class TimelineBody(_Body):
+    """The fields of :class:`vaultmem.timeline.TimelineRequest`: a note, or since/until."""
+
+    note: str | None = Field(None, description="Path, title, alias or file name.")
+    since: str | None = Field(None, description="ISO date or a duration back: 30d, 2w, 12h.")
+    until: str | None = Field(None, description="ISO date (a bare date includes the day).")
+    around: str = Field(
+        _default(TimelineRequest, "around"),
+        description="With a note: also notes dated this close to it (0: none).",
+    )
+    newest_first: bool = _default(TimelineRequest, "newest_first")
+    limit: int | None = Field(None, description="At most this many events (null: all).")
+
+    def value(self) -> TimelineRequest:
+        """As the core's request (which validates it)."""
+        return TimelineRequest(**self.model_dump())
+
+
 # ----------------------------------------------------------------------------- routes
 
 
@@ -478,6 +497,11 @@ def _read_routes(vault: OpenVault, router: APIRouter) -> None:
         """`surface --json`: the block ("" when abstaining), its notes and the reason."""
         request = SurfaceRequest(body.prompt, body.session, body.budget, body.vectors)
         return _json(api.surface(vault, request, now=_now()).as_json())
+
+    @router.post("/timeline", summary="What happened around a note, or in a window")
+    def timeline(body: TimelineBody) -> Response:
+        """`timeline --json` as one object: {note, since, until, git, events}."""
+        return _json(api.timeline(vault, body.value(), now=_now()).as_json())
 
     @router.get("/status", summary="Notes, index state, staleness, embedding coverage")
     def status() -> Response:
