@@ -791,6 +791,16 @@ def test_atomic_write_new_file_uses_umask(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "new.md").stat().st_mode) == 0o640
 
 
+def test_atomic_write_with_a_mode_never_shows_other_bits(tmp_path: Path) -> None:
+    # The server's advertisement: private from its first byte, new or replacing a file.
+    secret = tmp_path / "server.json"
+    atomic_write(secret, b'{"pid": 1}', mode=0o600)
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    secret.chmod(0o644)
+    atomic_write(secret, b'{"pid": 2}', mode=0o600)
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and secret.read_bytes() == b'{"pid": 2}'
+
+
 def test_atomic_write_failure_leaves_no_temp_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

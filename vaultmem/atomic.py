@@ -177,21 +177,23 @@ def _real_path(path: Path) -> Path:
 # --------------------------------------------------------------------------- atomic_write
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically (for files vaultmem owns).
 
     The bytes go to a temporary file in the same folder (so the final ``os.replace`` is a
-    rename within one file system), are flushed and fsynced, get the permission bits of
-    the file they replace (or the umask default for a new file), and then take its place.
+    rename within one file system), are flushed and fsynced, get ``mode`` or else the
+    permission bits of the file they replace (or the umask default for a new file), and
+    then take its place.
     When ``path`` is a symlink the file it points to is replaced and the link is kept.
     On any failure the temporary file is removed and the original is left as it was.
     Notes the user may be editing go through :func:`rewrite` instead.
     """
     target = _real_path(Path(path))
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = _default_mode()
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = _default_mode()
     fd, tmp = _temp_file(target.parent, target.name, data, mode)
     try:
         os.close(fd)

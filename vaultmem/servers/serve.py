@@ -211,12 +211,10 @@ def _watcher(config: Config, vault: OpenVault, log: Log) -> Callable[[], None]:
 def _advertise(cache_dir: Path, found: Running) -> None:
     from vaultmem.atomic import atomic_write
 
-    path = cache_dir / ADVERTISEMENT
-    # Only its user may read where the socket is (atomic_write keeps the file's mode).
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    os.chmod(path, 0o600)
+    # Only its user may read where the socket is; written whole, so a client that reads
+    # it while the server starts never sees an empty file.
     data = json.dumps(found.as_json(), indent=2) + "\n"
-    atomic_write(path, data.encode())
+    atomic_write(cache_dir / ADVERTISEMENT, data.encode(), mode=0o600)
 
 
 def _withdraw(cache_dir: Path) -> None:
