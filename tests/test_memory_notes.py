@@ -159,6 +159,27 @@ def test_near_duplicate_is_written_and_refines_the_other(
     assert "use_count" not in meta(vault, REDIS_80)
 
 
+PORT_MOVED = (
+    "The {} service listens on port 3100 since the ingress change last week, so update "
+    "the firewall rules and the load balancer health checks before the next deploy."
+)
+
+
+def test_a_near_duplicate_tagged_on_another_subject_refines_nothing(
+    cli: Cli, vault: Path, now: datetime
+) -> None:
+    checkout = PORT_MOVED.format("checkout")
+    assert shingle_similarity(PORT_MOVED.format("billing"), checkout) >= NEAR_DUPLICATE
+    first = last_line(cli("remember", checkout, "--tags", "ops,checkout").stdout)
+    other = cli.json_lines("remember", PORT_MOVED.format("billing"), "--tags", "ops,billing")[0]
+    assert other["refines"] == [] and "refines" not in meta(vault, other["path"])
+    # Tags on one subject (or none on the new memory): the link is written as before.
+    same = cli.json_lines("remember", checkout + " Really.", "--tags", "checkout,ops")[0]
+    untagged = cli.json_lines("remember", PORT_MOVED.format("checkout") + " Noted.")[0]
+    for done in (same, untagged):
+        assert first in [r["path"] for r in done["refines"]], done
+
+
 def test_unrelated_text_gets_no_refines(cli: Cli, vault: Path, now: datetime) -> None:
     cli("index")
     path = last_line(cli("remember", "Redis memory is fine after the cleanup last week").stdout)

@@ -103,7 +103,8 @@ def remember(
     The note gets created = now, the short-term half-life and status: active. If a note
     already holds the same text, nothing is written and that note is reinforced instead;
     a near duplicate (shared word runs, or cosine >= 0.92 when the vault has vectors) is
-    written with refines: [[the other note]]. The last line printed
+    written with refines: [[the other note]], unless both are tagged on different
+    subjects (no shared tag, or tag Jaccard < 0.5). The last line printed
     is the vault path of the new (or reinforced) note. TEXT may start with a dash
     ("- item", "-5 °C at night"); put -- before a text that looks like an option.
 

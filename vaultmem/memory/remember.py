@@ -8,7 +8,11 @@ active``. Before writing, the vault is searched for the same content:
   punctuation stripped; a leading ``# heading`` is not part of the text) creates nothing:
   the existing note is reinforced instead, as `touch` would;
 - a **near duplicate** (Jaccard ≥ 0.65 of the two texts' 3-word shingles) is written,
-  with ``refines: ["[[Existing]]"]`` so the two stay connected for `consolidate`.
+  with ``refines: ["[[Existing]]"]`` so the two stay connected for `consolidate`, unless
+  both are tagged and their tags put them on different subjects
+  (:func:`vaultmem.scores.same_subject_tags`): "the checkout service listens on port
+  3100…" and "the notifications service listens on port 3100…" share most word runs but
+  neither refines the other.
 
 Where it looks: every note of the inbox and memory folders (and of the target folder),
 plus the 10 best BM25 hits for the text anywhere in the vault when an index exists.
@@ -50,7 +54,9 @@ from vaultmem.scores import (
     DEFAULT_TYPE,
     NOTE_TYPES,
     format_half_life,
+    normalize_tags,
     parse_half_life,
+    same_subject_tags,
     to_utc,
 )
 from vaultmem.vault import LinkResolver, note_path, walk_notes
@@ -383,6 +389,7 @@ def remember(
             if embedder is not None:
                 seen = [n.path for n in near]
                 near = (*near, *vector_duplicates(config, body, embedder, seen))
+            near = tuple(n for n in near if not _another_subject(config, n.path, tags))
             return _write_new(
                 config,
                 body,
@@ -398,6 +405,15 @@ def remember(
         finally:
             # Even after a failure half-way, what was written is searchable at once.
             refresh_paths(config, changed)
+
+
+def _another_subject(config: Config, path: str, tags: Sequence[str]) -> bool:
+    """Whether the note at ``path`` and a memory tagged ``tags`` are tagged on different
+    subjects (untagged on either side: nothing says so)."""
+    note = _read(config, path)
+    if note is None or not normalize_tags(tags) or not normalize_tags(note.tags):
+        return False
+    return not same_subject_tags(tags, note.tags)
 
 
 def _reinforce_duplicate(
