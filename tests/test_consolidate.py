@@ -298,3 +298,24 @@ def test_vectors_cluster_paraphrases(
     out = cli("search", "release builds signed GPG key ops vault", "--json").stdout
     ranked = [json.loads(line)["path"] for line in out.splitlines()]
     assert ranked[0] == merged
+
+
+PORT_MOVED = (
+    "The {} service listens on port 3100 since the ingress change last week, so update "
+    "the firewall rules and the load balancer health checks before the next deploy."
+)
+
+
+def test_notes_tagged_on_different_subjects_never_cluster(cli: Cli) -> None:
+    # Alike in all but the service's name: one cluster untagged, none when the tags say
+    # they are about two services (the same rule keeps `remember` from linking them).
+    services = ("checkout", "billing")
+    untagged = [_remember(cli, PORT_MOVED.format(s), "--title", f"{s} port") for s in services]
+    clustered = [c["members"] for c in _plan(cli, "--dry-run")]
+    assert sorted(untagged) in [sorted(m) for m in clustered]
+    for path in untagged:
+        cli("forget", path)
+    tagged = [
+        _remember(cli, PORT_MOVED.format(s) + " Again.", "--tags", f"ops,{s}") for s in services
+    ]
+    assert not any(set(tagged) <= set(c["members"]) for c in _plan(cli, "--dry-run"))

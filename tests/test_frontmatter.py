@@ -395,14 +395,19 @@ def test_existing_owned_keys_are_edited_in_place(
     before, _ = parse_meta(raw, "n.md")
 
     # Worked out block by block: an owned key's block is replaced, dropped, or kept when
-    # the value is already the one asked; every other block keeps its text.
+    # the value is already the one asked; every other block keeps its text. Blank lines
+    # after a `|+` block scalar are part of its value: those that followed dropped keys
+    # are dropped with them.
     expected: list[str] = []
+    dropped = False
     for key, text in blocks:
-        if key is None or key not in updates:
-            expected.append(text)
-        elif updates[key] is None:
+        if key is not None and key in updates and updates[key] is None:
+            dropped = True
             continue
-        elif _same(before[key], _expected(updates[key])):
+        if dropped and expected and expected[-1].startswith("keep: |+"):
+            text = text.lstrip("\n")
+        dropped = False
+        if key is None or key not in updates or _same(before[key], _expected(updates[key])):
             expected.append(text)
         else:
             expected.append(render_value(key, updates[key]))

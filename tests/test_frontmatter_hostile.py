@@ -196,6 +196,27 @@ def test_comments_inside_an_owned_list_stay_inside_its_block() -> None:
     assert written == b'---\ntitle: t\nrelated:\n  - "[[B]]"\n# trailing words\n---\n'
 
 
+def test_comments_of_a_cleared_key_after_a_block_scalar_stay_comments() -> None:
+    # Found by the generator below: kept indented, the cleared key's comment lines would
+    # have joined the `status: |` block above as text, and the write was refused.
+    raw = (
+        b"---\nstatus: |\n  active\n"
+        b"supersedes:\n  nested:\n    - '[[A]]'  # deep\n  # note\n  k: v\n"
+        b"type: note  # why\n---\n# Body\n"
+    )
+    written = apply(raw, {"supersedes": None}, "n.md")
+    assert written == b"---\nstatus: |\n  active\n# deep\n# note\ntype: note  # why\n---\n# Body\n"
+    assert parse_meta(written, "n.md")[0]["status"] == "active\n"
+
+
+def test_clearing_keys_after_a_keep_scalar_keeps_its_value() -> None:
+    # Blank lines after `|+` belong to its value: those after the cleared keys go too.
+    raw = b"---\nkeep: |+\n  kept\n\ncreated: 2026-01-01\nhalf_life:\n\n\ntitle: t\n---\n"
+    written = apply(raw, {"created": None, "half_life": None}, "n.md")
+    assert written == b"---\nkeep: |+\n  kept\n\ntitle: t\n---\n"
+    assert parse_meta(written, "n.md")[0] == {"keep": "kept\n\n", "title": "t"}
+
+
 # --------------------------------------------------------------------------- 5. duplicates
 
 

@@ -47,6 +47,10 @@ def test_same_subject_tags() -> None:
     assert not scores.same_subject_tags(["a", "b"], ["a", "c", "d"])  # 0.25
     assert scores.same_subject_tags(["#Billing"], ["billing"])  # as Obsidian compares tags
     assert not scores.same_subject_tags([], [])  # untagged: nothing names the subject
+    # Apart: both tagged, not on one subject; untagged on either side says nothing.
+    assert scores.tagged_apart(["ops", "checkout"], ["ops", "billing"])  # Jaccard 1/3
+    assert not scores.tagged_apart(["ops", "checkout"], ["checkout"])
+    assert not scores.tagged_apart([], ["ops", "billing"])
 
 
 # --- the ranking rule ----------------------------------------------------------------------

@@ -1078,22 +1078,50 @@ def _edit(text: str, parts: Parts, changes: Mapping[str, object | None], source:
         newline = _line_newline(lines[extent.last], parts)
         edits[extent.first] = (extent.last, _replacement(layout, extent, value, newline))
 
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        if i in edits:
-            last, new = edits[i]
-            out.append(new)
-            i = last + 1
-            continue
-        out.append(lines[i])
-        i += 1
+    out = _assembled(lines, edits, layout.indent)
     appended.sort(key=lambda kv: _ORDER[kv[0]])
     out.extend(render_value(k, v, parts.newline, layout.indent) for k, v in appended)
     new_text = "".join(out)
     if new_text == "" and text != "":
         return None  # we emptied it: drop the block (undoes the block a set created)
     return new_text
+
+
+_KEEP_HEADER_RE = re.compile(r":[ \t]*[|>](?:[1-9]?\+|\+[1-9]?)[ \t]*(?:#.*)?$")
+
+
+def _assembled(lines: list[str], edits: Mapping[int, tuple[int, str]], indent: str) -> list[str]:
+    """``lines`` with each edit's range replaced by its text.
+
+    Blank lines right after a block scalar that keeps them (``key: |+``) are part of its
+    value: when cleared keys stood between the two, the blank lines that followed them go
+    with them, so the scalar reads back the same.
+    """
+    out: list[str] = []
+    keeps = dropped = False  # the last top-level line written opens a `|+` scalar; a key went
+    i = 0
+    while i < len(lines):
+        if i in edits:
+            last, new = edits[i]
+            if new:
+                out.append(new)
+                keeps, dropped = bool(_KEEP_HEADER_RE.search(_content(new.splitlines()[0]))), False
+            else:
+                dropped = True
+            i = last + 1
+            continue
+        line = _content(lines[i])
+        if not line.strip():
+            if not (keeps and dropped):
+                out.append(lines[i])
+        elif line.startswith(indent) and line[len(indent) : len(indent) + 1] not in (" ", "\t"):
+            rest = line[len(indent) :]
+            keeps, dropped = not rest.startswith("#") and bool(_KEEP_HEADER_RE.search(line)), False
+            out.append(lines[i])
+        else:
+            out.append(lines[i])
+        i += 1
+    return out
 
 
 def _replacement(layout: _Layout, extent: _Extent, value: object | None, newline: str) -> str:
@@ -1103,7 +1131,9 @@ def _replacement(layout: _Layout, extent: _Extent, value: object | None, newline
     The comment on the key's own line stays on it (it goes away with a cleared key). A
     comment on a value line stays on the identical new line (an item that is kept);
     comment lines, and comments whose line is gone, move right below the key line, in
-    their order, so no comment is lost to a rewrite.
+    their order, so no comment is lost to a rewrite. With the key cleared they stay at the
+    key's own indentation: indented, a preceding block scalar (``status: |``) would take
+    them in as text.
     """
     new: list[str] = []
     if value is not None:
@@ -1117,8 +1147,9 @@ def _replacement(layout: _Layout, extent: _Extent, value: object | None, newline
         comment = layout.comments.get(i)
         if comment is None:
             continue
+        inside = layout.indent + ("  " if new else "")
         if comment.alone:
-            moved.append(layout.lines[i])
+            moved.append(layout.lines[i] if new else inside + layout.lines[i].lstrip(" \t"))
             continue
         kept = _content(layout.lines[i])[: -len(comment.suffix)].strip()
         same = [j for j in range(1, len(new)) if j not in taken and new[j].strip() == kept]
@@ -1126,7 +1157,7 @@ def _replacement(layout: _Layout, extent: _Extent, value: object | None, newline
             taken.add(same[0])
             new[same[0]] = _content(new[same[0]]) + comment.suffix + newline
         else:
-            moved.append(f"{layout.indent}  {comment.suffix.strip()}{newline}")
+            moved.append(f"{inside}{comment.suffix.strip()}{newline}")
     return "".join(new[:1] + moved + new[1:])
 
 

@@ -86,6 +86,7 @@ __all__ = [
     "same_subject_tags",
     "should_forget",
     "should_promote",
+    "tagged_apart",
     "to_utc",
 ]
 
@@ -878,3 +879,11 @@ def same_subject_tags(a: Iterable[str], b: Iterable[str]) -> bool:
     least ``VERSION_TAG_OVERLAP``; untagged memories never are (nothing says their subject).
     """
     return bool(normalize_tags(a) & normalize_tags(b)) and jaccard(a, b) >= VERSION_TAG_OVERLAP
+
+
+def tagged_apart(a: Iterable[str], b: Iterable[str]) -> bool:
+    """Whether two notes' tags say they are about different subjects: both tagged, and
+    not on one subject (:func:`same_subject_tags`). Alike words then do not make them
+    duplicates: "the checkout service listens on port 3100" and the same about billing.
+    """
+    return bool(normalize_tags(a)) and bool(normalize_tags(b)) and not same_subject_tags(a, b)

@@ -23,7 +23,9 @@ entity ("the billing service's database…" against "the checkout service's data
 share 0.76-0.82 of their shingles), so only texts that are nearly the same are merged
 without a review, as on the cosine scale; the band below goes to the LLM.
 A verdict of "keep apart" links the members ``related``, "contradicts" links them
-``contradicts``: either way the next run does not ask again.
+``contradicts``: either way the next run does not ask again. Two notes tagged on different
+subjects (:func:`vaultmem.scores.tagged_apart`) are never linked into a cluster, however
+alike their words.
 
 A merge writes one new note from ``merged.md.j2``: the title of the most-used member
 (ties: the oldest), every distinct sentence or bullet of every member (the same text
@@ -69,7 +71,7 @@ from vaultmem.memory.writeback import locked, wikilink
 from vaultmem.memory_state import NoteMemory, link_targets, note_memory
 from vaultmem.note import Note, read_note, read_raw
 from vaultmem.prompts import render, render_note
-from vaultmem.scores import format_half_life, to_utc
+from vaultmem.scores import format_half_life, tagged_apart, to_utc
 from vaultmem.vault import LinkResolver
 
 if TYPE_CHECKING:
@@ -607,6 +609,7 @@ def _find(
     if edges:
         resolver = LinkResolver(note_names(config))
         apart = _distinct_pairs(entries, {p for pair in edges for p in pair}, resolver)
+        apart |= {pair for pair in edges if tagged_apart(*(live[p].tags for p in pair))}
         edges = {pair: s for pair, s in edges.items() if pair not in apart}
     clusters = []
     for group in _components(sim.paths, edges):

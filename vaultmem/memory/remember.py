@@ -10,7 +10,7 @@ active``. Before writing, the vault is searched for the same content:
 - a **near duplicate** (Jaccard ≥ 0.65 of the two texts' 3-word shingles) is written,
   with ``refines: ["[[Existing]]"]`` so the two stay connected for `consolidate`, unless
   both are tagged and their tags put them on different subjects
-  (:func:`vaultmem.scores.same_subject_tags`): "the checkout service listens on port
+  (:func:`vaultmem.scores.tagged_apart`): "the checkout service listens on port
   3100…" and "the notifications service listens on port 3100…" share most word runs but
   neither refines the other.
 
@@ -54,9 +54,8 @@ from vaultmem.scores import (
     DEFAULT_TYPE,
     NOTE_TYPES,
     format_half_life,
-    normalize_tags,
     parse_half_life,
-    same_subject_tags,
+    tagged_apart,
     to_utc,
 )
 from vaultmem.vault import LinkResolver, note_path, walk_notes
@@ -411,9 +410,7 @@ def _another_subject(config: Config, path: str, tags: Sequence[str]) -> bool:
     """Whether the note at ``path`` and a memory tagged ``tags`` are tagged on different
     subjects (untagged on either side: nothing says so)."""
     note = _read(config, path)
-    if note is None or not normalize_tags(tags) or not normalize_tags(note.tags):
-        return False
-    return not same_subject_tags(tags, note.tags)
+    return note is not None and tagged_apart(tags, note.tags)
 
 
 def _reinforce_duplicate(
