@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import EXAMPLE_VAULT, Cli
 
 REDIS = "decisions/Redis for caching.md"
 MEMCACHED = "decisions/Memcached for session cache.md"
@@ -175,3 +176,13 @@ def test_json_shape(git_vault: Path, cli: Cli) -> None:
 def test_bad_dates_are_usage_errors(cli: Cli, args: list[str]) -> None:
     result = cli("timeline", *args, ok=False)
     assert result.exit_code == 2, result.output
+
+
+def test_a_window_of_a_vault_never_indexed_says_so(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    shutil.copytree(EXAMPLE_VAULT, vault, ignore=shutil.ignore_patterns(".vaultmem"))
+    result = Cli(vault)("timeline", "--since", "30d", ok=False)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "vaultmem: error: the vault is not indexed yet: run `vaultmem index`"
+    )

@@ -63,7 +63,7 @@ def _entry(created: str, kind: str = "note", status: str = "active", **memory: o
 
 
 def _terms(words: dict[str, NoteWords]) -> QueryTerms:
-    return QueryTerms({}, lambda path: words[path])
+    return QueryTerms(dict, lambda path: words[path])
 
 
 PORT = NoteWords(frozenset({"port", "notif", "listen"}), frozenset({"ops", "notifications"}))

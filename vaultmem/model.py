@@ -81,10 +81,16 @@ MAX_LIMIT = 1000
 MAX_QUERY_CHARS = 10_000
 
 
-def check_limit(limit: int, name: str = "limit") -> int:
-    """``limit`` when it is a whole number from 1 to :data:`MAX_LIMIT` (RequestError if not)."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise RequestError(f"{name} must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
+def check_limit(limit: int, name: str = "limit", *, most: int | None = MAX_LIMIT) -> int:
+    """``limit`` when it is a whole number from 1 to ``most`` (None: no upper bound;
+    RequestError if not)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        bad = True
+    else:
+        bad = most is not None and limit > most
+    if bad:
+        span = f"from 1 to {most}" if most is not None else "of 1 or more"
+        raise RequestError(f"{name} must be a whole number {span}, not {limit!r}")
     return limit
 
 

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from vaultmem.config import Config
-from vaultmem.errors import RequestError
+from vaultmem.errors import IndexStateError, RequestError
 from vaultmem.index import manifest as mf
 from vaultmem.memory_state import parse_time
+from vaultmem.model import check_limit
 from vaultmem.scores import parse_half_life
 
 __all__ = [
@@ -129,11 +130,8 @@ class TimelineRequest:
             raise RequestError("give a note, or since and/or until")
         if not isinstance(self.around, str):
             raise RequestError(f"around must be a duration such as 7d, not {self.around!r}")
-        limit = self.limit
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        ):
-            raise RequestError(f"limit must be a whole number of 1 or more, not {limit!r}")
+        if self.limit is not None:
+            check_limit(self.limit, most=None)  # a window of a big vault is 100k events
 
     def window(self, now: datetime) -> tuple[datetime | None, datetime | None]:
         """``since`` and ``until`` as datetimes (RequestError naming a bad one)."""
@@ -318,6 +316,9 @@ def window_timeline(
         Event(when=..., kind='created', path='decisions/Redis for caching.md', ...)
     """
     entries = _rows(config)
+    if not entries and mf.read_state(config.cache_dir).last_index is None:
+        # A window reads only the index: "no events" would hide why.
+        raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
     events = [e for row in entries.values() for e in _entry_events(row, "", since, until)]
     commits = _span_log(config.vault, since, until, git_timeout)
     for commit in commits or ():

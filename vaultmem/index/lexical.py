@@ -163,7 +163,7 @@ QUESTION_WORDS = (
 
 def asked_terms(text: str) -> list[str]:
     """The analysed terms of a question without its question words."""
-    drop = {str(stem(w)) for w in QUESTION_WORDS}
+    drop = {_stem(w) for w in QUESTION_WORDS}  # cached stems ("" for a stop word)
     return [t for t in query_terms(text) if t not in drop]
 
 

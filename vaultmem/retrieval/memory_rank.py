@@ -89,12 +89,13 @@ class NoteWords:
 class QueryTerms:
     """A query's words as the versions rule compares two notes by them.
 
-    ``weights``: each analysed query term (question words dropped) and its weight, the
-    keyword index's IDF where there is one, else 1. ``read``: a note's :class:`NoteWords`,
-    called only for the typed memories the rule compares.
+    ``weigh``: each analysed query term (question words dropped) and its weight, the
+    keyword index's IDF where there is one, else 1; asked for only when two typed
+    memories on one subject are compared, so most searches never look terms up.
+    ``read``: a note's :class:`NoteWords`, called only for the typed memories compared.
     """
 
-    weights: Mapping[str, float]
+    weigh: Callable[[], Mapping[str, float]]
     read: Callable[[str], NoteWords]
 
 
@@ -158,7 +159,7 @@ def _restated(
     older: NoteMemory,
     newer: NoteMemory,
     read: Callable[[str], NoteWords],
-    weights: Mapping[str, float],
+    weigh: Callable[[], Mapping[str, float]],
 ) -> bool:
     """Whether ``newer`` is a later version of the memory ``older`` holds, for this query."""
     if not (older.typed and newer.typed) or older.type != newer.type:
@@ -170,7 +171,7 @@ def _restated(
     old, new = read(older.path), read(newer.path)
     if not scores.same_subject_tags(old.tags, new.tags):
         return False
-    return scores.restates(old.terms, new.terms, weights)
+    return scores.restates(old.terms, new.terms, weigh())
 
 
 def _newest_version(
@@ -196,10 +197,10 @@ def _versions_first(
     order: list[Ranked], memories: Mapping[str, NoteMemory], terms: QueryTerms, head: int
 ) -> list[Ranked]:
     """Within the first ``head`` results, list each memory's newest version before it."""
-    read = cache(terms.read)
+    read, weigh = cache(terms.read), cache(terms.weigh)
 
     def restated(older: NoteMemory, newer: NoteMemory) -> bool:
-        return _restated(older, newer, read, terms.weights)
+        return _restated(older, newer, read, weigh)
 
     out = list(order)
     head = min(head, len(out))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -171,12 +172,14 @@ def version_terms(config: Config, text: str, index: LexicalIndex | None) -> Quer
     keyword index's IDF (1 each without an index), a note's words read from its file.
 
     Example:
-        >>> version_terms(config, "who owns billing?", index).weights  # doctest: +SKIP
+        >>> version_terms(config, "who owns billing?", index).weigh()  # doctest: +SKIP
         {'own': 2.1, 'bill': 3.4}
     """
     asked = asked_terms(text[:2000])
-    weights = index.idf(asked) if index is not None else dict.fromkeys(asked, 1.0)
     wanted = frozenset(asked)
+
+    def weigh() -> Mapping[str, float]:
+        return index.idf(asked) if index is not None else dict.fromkeys(asked, 1.0)
 
     def read(path: str) -> NoteWords:
         try:
@@ -186,7 +189,7 @@ def version_terms(config: Config, text: str, index: LexicalIndex | None) -> Quer
         words = analyse("\n".join([note.title, *note.aliases, *note.tags, note.body]))
         return NoteWords(wanted.intersection(words), normalize_tags(note.tags))
 
-    return QueryTerms(weights, read)
+    return QueryTerms(weigh, read)
 
 
 def _with_folder(filters: Filters, folder: str) -> Filters:
