@@ -157,3 +157,56 @@ def test_a_note_is_found_by_title_before_the_vault_is_indexed(cli) -> None:  # n
     )
     assert "supersedes inbox/billing-database.md" in done.stdout
     assert cli("get", "Redis for caching").stdout.startswith("---")  # a title, unindexed
+
+
+def test_every_request_refuses_text_no_note_can_hold(indexed: Path) -> None:
+    """One rule, in the request values every door builds (and the name lookup every door's
+    note names go through): a NUL, or half a surrogate pair, is a RequestError naming the
+    field. No door has a copy of it."""
+    from vaultmem.agent.surface import SurfaceRequest
+    from vaultmem.timeline import TimelineRequest
+
+    nul, half = "a\x00b", "a\udcffb"  # \udcff: how a command line's byte 0xff arrives
+    refused = [
+        (lambda t: SearchRequest(t), "query"),
+        (lambda t: SearchRequest("redis", intent=t), "intent"),
+        (lambda t: Filters(tag=t), "tag"),
+        (lambda t: SearchRequest("redis", filters=Filters(folder=t)), "folder"),
+        (lambda t: RememberRequest(t), "text"),
+        (lambda t: RememberRequest("x", title=t), "title"),
+        (lambda t: RememberRequest("x", tags=("ok", t)), "tags"),
+        (lambda t: RememberRequest("x", supersedes=t), "supersedes"),
+        (lambda t: TimelineRequest(since=t), "since"),
+        (lambda t: TimelineRequest("Redis for caching", around=t), "around"),
+        (lambda t: SurfaceRequest(t), "prompt"),
+        (lambda t: SurfaceRequest("why redis", session=t), "session"),
+    ]
+    vault = api.OpenVault(build(indexed, {}))
+    refused += [
+        (lambda t: api.get(vault, t), "note name"),
+        (lambda t: api.links(vault, t), "note name"),
+        (lambda t: api.reinforce(vault, ["Redis for caching", t], now=NOW), "note name"),
+        (lambda t: api.change(vault, "pin", [t], now=NOW), "note name"),
+        (lambda t: api.reinforce(vault, ["Redis for caching"], now=NOW, context_tags=[t]), "tags"),
+    ]
+    for make, field in refused:
+        with pytest.raises(RequestError) as caught:
+            make(nul)
+        assert str(caught.value) == f"{field}: a NUL character in 'a\\x00b'"
+        with pytest.raises(RequestError) as caught:
+            make(half)
+        assert str(caught.value) == f"{field}: not valid Unicode: 'a\\udcffb'"
+    assert "use_count" not in (indexed / "decisions" / "Redis for caching.md").read_text()
+
+
+def test_a_query_with_no_letter_or_digit_finds_nothing_in_any_mode(
+    embedded_example: Path, tmp_path: Path, vectors_on: None
+) -> None:
+    """Searched anyway, such a query's embedding ranked every note, and hybrid fusion
+    scored the nearest 1.0 (an MCP search of two NULs did so)."""
+    shutil.copytree(embedded_example, tmp_path / "vault")
+    vault = api.OpenVault(build(tmp_path / "vault", {}), warm=True)
+    for text in ("!!!", "\x01\x02", " -- ? ", "…"):
+        for mode in ("keyword", "semantic", "hybrid"):
+            assert _paths(vault, text, mode) == [], (text, mode)
+    assert _paths(vault, "redis", "hybrid") and _paths(vault, "Redis?", "semantic")

@@ -3,9 +3,11 @@ heals what it says it heals (and nothing is called healthy that is not)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -160,6 +162,12 @@ time.sleep(60)
 """
 
 
+def _fd_of(pid: int, path: Path) -> int:
+    """The descriptor through which process ``pid`` has ``path`` open."""
+    folder = Path(f"/proc/{pid}/fd")
+    return next(int(fd.name) for fd in folder.iterdir() if os.readlink(fd) == str(path))
+
+
 def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
@@ -195,9 +203,75 @@ def test_a_dead_servers_file_is_removed_and_a_live_one_is_reported(indexed: Cli,
     report = doctor(indexed, "--repair", code=0)
     assert found(report, "server")[0]["repaired"] and not advert.exists()
     pid = hold("server.lock", "self")  # a live server holds its lock for its whole life
-    advert.write_text(json.dumps({"pid": pid, "url": "http://127.0.0.1:8765"}))
-    (running,) = found(doctor(indexed, code=0), "server")
+    fd = _fd_of(pid, advert.with_name("server.lock"))
+    advert.write_text(json.dumps({"pid": pid, "lock_fd": fd, "url": "http://127.0.0.1:8765"}))
+    (running, token) = found(doctor(indexed, code=0), "server")
     assert running["severity"] == "ok" and "http://127.0.0.1:8765" in running["message"]
+    assert token["message"] == "no server token yet (the first `serve` makes one)"
+
+
+def test_an_advertisement_another_user_planted_is_a_problem(indexed: Cli, hold) -> None:
+    advert = indexed.vault / ".vaultmem" / "server.json"
+    pid = hold("server.lock", "self")
+    fd = _fd_of(pid, advert.with_name("server.lock"))
+    advert.write_text(json.dumps({"pid": pid, "lock_fd": fd, "url": "http://127.0.0.1:8765"}))
+    os.chown(advert, 65534, 65534)
+    (problem,) = found(doctor(indexed, code=1), "server", "problem")
+    assert problem["message"] == (
+        f"{advert} is ignored by every client: {advert} is owned by uid 65534"
+    )
+    assert found(doctor(indexed, "--repair", code=0), "server")[0]["repaired"]
+    assert not advert.exists()
+
+
+def test_the_token_file_is_checked(indexed: Cli) -> None:
+    token = indexed.vault / ".vaultmem" / "server.token"
+    indexed("serve", "token")
+    assert f"server token in {token}" in messages(doctor(indexed, code=0), "ok")
+    token.chmod(0o644)
+    (problem,) = found(doctor(indexed, code=1), "server", "problem")
+    assert "other users may read it (mode 644)" in problem["message"]
+    assert problem["fix"] == f"rm {token} (a new one is made)"
+
+
+def test_every_server_still_running_for_the_vault_is_listed(indexed: Cli) -> None:
+    """A server whose cache was removed under it (here while it was stopped, so it
+    could not notice) is listed by pid until it stops itself; so is `mcp`."""
+    from tests.test_serve import _gone
+    from tests.test_warm import vm
+
+    vault = indexed.vault
+    done = vm(vault, "serve", "--background", "--port", "0", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    pid = json.loads(done.stdout)["pid"]
+    mcp = subprocess.Popen(
+        [sys.executable, "-m", "vaultmem", "mcp"],
+        cwd=vault,  # found upward from its folder
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        (running, _token, listed) = found(doctor(indexed, code=0), "server")
+        assert f"server running (pid {pid}, " in running["message"]
+        assert listed["message"] == f"pid {mcp.pid}: `vaultmem mcp` serves this vault"
+        os.kill(pid, signal.SIGSTOP)
+        shutil.rmtree(vault / ".vaultmem")
+        indexed("index")
+        (orphan,) = found(doctor(indexed, code=1), "server", "problem")
+        assert orphan["message"] == (
+            f"pid {pid}: `vaultmem serve` runs for this vault but is not its advertised "
+            "server (its cache was removed or replaced under it)"
+        )
+        assert orphan["fix"] == f"kill {pid}"
+        os.kill(pid, signal.SIGCONT)
+        assert _gone(pid, 5)
+        assert not found(doctor(indexed, code=0), "server", "problem")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        mcp.kill()
+        mcp.wait()
 
 
 def test_a_lock_kept_by_an_orphan_is_a_problem_naming_it(indexed: Cli, hold) -> None:

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import resource
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Cli
 from vaultmem.agent.redact import redact
+from vaultmem.agent.transcript import MAX_ENTRY_BYTES, MAX_TRANSCRIPT_BYTES
 from vaultmem.note import parse_note
 from vaultmem.scores import NOTE_TYPES
 
@@ -165,9 +173,9 @@ def test_dry_run_writes_nothing(vault: Path, cli: Cli) -> None:
         ("id AKIAIOSFODNN7EXAMPLE", "id [REDACTED]"),
         ("slack xoxp-1234-5678-abcdefghij", "slack [REDACTED]"),
         ("Authorization: Bearer abcdef1234567890xyz", "Authorization: Bearer [REDACTED]"),
-        ('password="correct horse battery"', "password=[REDACTED]"),
+        ('password="correct horse battery"', 'password="[REDACTED]"'),
         ("db_token: abcd1234", "db_token: [REDACTED]"),
-        ("redis://:s3cr3tpass@cache:6379/0", "redis://:s3cr3tpass@cache:6379/0"),
+        ("redis://:s3cr3tpass@cache:6379/0", "redis://:[REDACTED]@cache:6379/0"),
         ("postgres://app:hunter2secret@db:5432/x", "postgres://app:[REDACTED]@db:5432/x"),
         (
             "-----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY-----\nafter",
@@ -293,3 +301,148 @@ def test_smollm2_extract_writes_only_valid_notes(
         meta, body = _note(vault, memory["path"])
         assert meta["type"] in NOTE_TYPES and meta["status"] in ("active",)
         assert body.strip()
+
+
+# --------------------------------------------------------------------------- endless or huge input
+
+
+def _limited() -> None:
+    # Old code filled memory reading /dev/zero: cap the child so it fails, not the machine.
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+def _spawn(vault: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "vaultmem", "--vault", str(vault), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_limited,
+    )
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"still running after {timeout} s") from None
+    return proc.returncode, out, err
+
+
+def _high_water(pid: int) -> int:
+    """The process's peak resident memory so far (KiB), 0 once it is gone.
+
+    Read from ``VmHWM``, the mark of the program's own memory: ``ru_maxrss`` counts the
+    forked copy of the test runner too (hundreds of MB late in a full run)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^VmHWM:\s*(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def _reap(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str, str, int]:
+    """Exit code, stdout, stderr and peak memory (KiB, the child's own) of ``proc``."""
+    deadline = time.monotonic() + timeout
+    peak = 0
+    while True:  # polled, for a deadline and the memory mark (which only grows)
+        peak = max(peak, _high_water(proc.pid))
+        pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"still running after {timeout} s")
+        time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out, err = (f.read() if f else "" for f in (proc.stdout, proc.stderr))
+    return proc.returncode, out, err, peak
+
+
+@pytest.mark.parametrize("command", ["extract", "handoff"])
+@pytest.mark.parametrize("kind", ["device", "FIFO", "directory"])
+def test_a_transcript_that_is_not_a_regular_file_is_refused(
+    vault: Path, tmp_path: Path, command: str, kind: str
+) -> None:
+    if kind == "device":
+        target = Path("/dev/zero")  # readline() on it never returns, deaf to signals
+    elif kind == "FIFO":
+        target = tmp_path / "session.jsonl"
+        os.mkfifo(target)  # no writer: opening it for reading would wait forever
+    else:
+        target = tmp_path / "sessions"
+        target.mkdir()
+    proc = _spawn(vault, command, str(target))
+    code, _, err = _finish(proc, timeout=30)
+    assert code == 1
+    assert err.splitlines() == [
+        f"vaultmem: error: {target} is a {kind}, not a transcript file; refusing to read it"
+    ]
+
+
+@pytest.mark.parametrize("command", ["extract", "handoff"])
+def test_a_transcript_over_the_size_cap_is_refused(
+    vault: Path, tmp_path: Path, command: str
+) -> None:
+    big = tmp_path / "session.jsonl"
+    with big.open("wb") as fh:
+        fh.truncate(MAX_TRANSCRIPT_BYTES + 1)  # sparse: no disk used
+    code, _, err = _finish(_spawn(vault, command, str(big)), timeout=60)
+    assert code == 1
+    assert err.splitlines() == [
+        f"vaultmem: error: {big}: 268,435,457 bytes to read; one run reads at most "
+        "268,435,456 (256 MiB, vaultmem.agent.transcript.MAX_TRANSCRIPT_BYTES)"
+    ]
+
+
+def test_an_overlong_entry_is_skipped_in_bounded_memory(vault: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "session.jsonl"
+
+    def said(text: str) -> str:
+        return json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+
+    with transcript.open("w") as fh:
+        fh.write(said("We decided to pin Redis to 7.2 on staging."))
+        fh.write(said("x" * (16 * MAX_ENTRY_BYTES)))  # a 128 MiB line (a tool result, say)
+        fh.write(said("We decided to keep PgBouncer in transaction mode."))
+    code, out, _, peak = _reap(_spawn(vault, "extract", str(transcript), "--json"), 120)
+    assert code == 0
+    report = json.loads(out)
+    assert [m["text"] for m in report["memories"]] == [
+        "We decided to pin Redis to 7.2 on staging.",
+        "We decided to keep PgBouncer in transaction mode.",
+    ]
+    assert report["warnings"] == [
+        "1 entry over 8 MiB (vaultmem.agent.transcript.MAX_ENTRY_BYTES) skipped or cut"
+    ]
+    assert peak < 120 * 1024  # KiB: the 128 MiB line was never held
+
+
+@pytest.mark.parametrize("endless", [False, True], ids=["8 MB transcript", "/dev/zero"])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_long_read_ends_on_a_signal(
+    vault: Path, tmp_path: Path, sig: signal.Signals, code: int, endless: bool
+) -> None:
+    transcript = Path("/dev/zero") if endless else tmp_path / "session.jsonl"
+    if not endless:
+        prose = "The batch job reads rows from the ledger table and writes summaries. " * 30
+        line = json.dumps({"type": "user", "message": {"role": "user", "content": prose}})
+        transcript.write_text((line + "\n") * (8 * 2**20 // len(line)))  # seconds of reading
+    proc = _spawn(vault, "extract", str(transcript))
+    time.sleep(1.5)
+    running = Path(f"/proc/{proc.pid}/stat").read_text().split(") ")[1][0] != "Z"
+    assert running or endless, "finished before the signal: make the transcript longer"
+    os.kill(proc.pid, sig)  # not reaped yet (a zombie at worst): the pid is still its own
+    got, _, err, peak = _reap(proc, timeout=10)
+    assert peak < 200 * 1024  # KiB (the old reader of /dev/zero had grown to gigabytes)
+    if endless:  # refused at once, before the signal came
+        refused = f"vaultmem: error: {transcript} is a device, not a transcript file"
+        assert got == 1 and err.splitlines() == [f"{refused}; refusing to read it"]
+        return
+    assert got == code
+    assert err.splitlines() == ["vaultmem: interrupted"]
+    state = vault / ".vaultmem" / "transcripts"
+    assert not state.exists() or not any(state.iterdir())  # nothing recorded as read

@@ -361,6 +361,8 @@ OWNED_BLOCKS: dict[str, list[str]] = {
     "half_life": ['half_life: "30d"\n', "half_life:\n"],
     "created": ["created: 2026-01-01\n"],
     "snoozed_until": ["snoozed_until: 2026-02-01   \n"],
+    "status_before": ['status_before: "status: reading  # mine"\n'],
+    "pinned_before": ["pinned_before: 'pinned: false'\n", "pinned_before: ''\n"],
 }
 
 

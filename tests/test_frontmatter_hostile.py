@@ -27,6 +27,9 @@ from vaultmem.errors import NoteError, VaultmemError
 from vaultmem.frontmatter import (
     MAX_EXPANDED_VALUES,
     OWNED_KEYS,
+    UNDO_KEYS,
+    KeyLines,
+    ReplacedLines,
     apply,
     check_encoding,
     owned_problem,
@@ -478,6 +481,9 @@ OWNED_BLOCKS: list[tuple[str, str, bool]] = [
     ("half_life", "half_life:\n", False),
     ("snoozed_until", "snoozed_until: 2026-02-01   \n", False),
     ("last_used", "last_used: 2026-01-01 10:00:00  # by hand\n", False),
+    ("status", "status:\n  - reading  # first\n  # between\n  - draft\n", False),
+    ("status", "'status' :   superseded   # spaced\n", False),
+    ("pinned", "pinned: false  # review later\n", False),
 ]
 OPENINGS = [("---", False)] * 9 + [("---  ", True)]
 CLOSINGS = ["---", "---   ", "...", "--- \t", "...  "]
@@ -493,7 +499,9 @@ owned_value = st.one_of(
     ).map(lambda d: d.replace(microsecond=0)),
     st.lists(st.sampled_from(["[[A]]", "[[B]]", "x", "[[C|alias]]"]), max_size=3),
 )
-updates_strategy = st.dictionaries(st.sampled_from(OWNED_KEYS[:16]), owned_value, min_size=1)
+# Every key but the rarer link types (their values are drawn the same way).
+_UPDATED_KEYS = OWNED_KEYS[: OWNED_KEYS.index("superseded_by") + 1]
+updates_strategy = st.dictionaries(st.sampled_from(_UPDATED_KEYS), owned_value, min_size=1)
 
 
 @st.composite
@@ -609,3 +617,42 @@ def test_hostile_frontmatter_is_refused_or_changed_only_on_owned_lines(
         for comment, on_key_line in _comments_of(block):
             if not (on_key_line and key in updates and updates[key] is None):
                 assert comment in (new_parts.frontmatter or ""), (key, comment)
+
+
+# What forget, pin and snooze write over the lines their inverses give back.
+UNDO_VALUES = {
+    "status": "forgotten",
+    "pinned": True,
+    "snoozed_until": datetime(2026, 12, 4, 15, 47, tzinfo=UTC),
+}
+
+
+@settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(note=hostile_notes(), data=st.data())
+def test_saved_lines_give_a_hostile_note_back_byte_for_byte(
+    note: tuple[bytes, list[str], bool, str, list[tuple[str, str]]], data: st.DataObject
+) -> None:
+    raw, _, may_refuse, _, owned = note
+    present = sorted(k for k, _ in owned if k in UNDO_KEYS)
+    key = data.draw(
+        st.sampled_from(present if present and data.draw(st.booleans()) else sorted(UNDO_KEYS))
+    )
+    saved_key = UNDO_KEYS[key]
+    try:
+        forward = apply(raw, {key: UNDO_VALUES[key], saved_key: ReplacedLines(key)}, "n.md")
+    except VaultmemError as err:
+        event("refused")
+        assert may_refuse, err
+        assert one_line(str(err)) and str(err).startswith("n.md")
+        return
+    saved = parse_meta(forward, "n.md")[0].get(saved_key)
+    assert (saved is not None) == (forward is not raw and key in dict(owned))
+    event("saved" if saved is not None else "nothing to save")
+    back = {key: None if saved is None else KeyLines(saved), saved_key: None}
+    # An empty block that a set filled goes away with the clear, as a block the set made.
+    if forward is not raw and split(raw).frontmatter != "":
+        assert apply(forward, back, "n.md") == raw

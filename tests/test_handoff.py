@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,84 @@ def test_vault_override_of_the_handoff_template(vault: Path, cli: Cli) -> None:
     path = cli("handoff", str(SESSION)).stdout.splitlines()[-1]
     _, body = _note(vault, path)
     assert "Asked: I prefer small commits" in body and "## Done" not in body
+
+
+# --------------------------------------------------------------------------- repeated handoffs
+
+
+def _copy(tmp_path: Path) -> Path:
+    transcript = tmp_path / "tx.jsonl"
+    transcript.write_bytes(SESSION.read_bytes())
+    return transcript
+
+
+def _handoffs(vault: Path) -> list[str]:
+    return sorted(p.name for p in (vault / "handoffs").glob("2026-11-30*"))
+
+
+@pytest.fixture
+def day(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VAULTMEM_NOW", "2026-11-30T15:00:00Z")
+
+
+def test_repeated_handoff_of_an_unchanged_transcript_writes_one_note(
+    vault: Path, cli: Cli, tmp_path: Path, day: None
+) -> None:
+    transcript = _copy(tmp_path)
+    first = cli("handoff", str(transcript), "--project", "demo")
+    for _ in range(2):
+        again = cli("handoff", str(transcript), "--project", "demo")
+        assert again.stdout == first.stdout == "handoffs/2026-11-30 demo.md\n"
+        assert again.stderr == "transcript unchanged since the last handoff\n"
+    assert _handoffs(vault) == ["2026-11-30 demo.md"]
+    meta, _ = _note(vault, "handoffs/2026-11-30 demo.md")
+    assert meta["transcript_sha256"] == hashlib.sha256(transcript.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        ["handoff", "extract", "handoff", "extract", "handoff"],
+        ["handoff", "extract", "extract", "handoff", "handoff"],
+        ["handoff", "handoff", "extract", "extract", "handoff"],
+    ],
+)
+def test_extract_and_handoff_in_any_order_leave_one_handoff(
+    vault: Path, cli: Cli, tmp_path: Path, day: None, steps: list[str]
+) -> None:
+    transcript = _copy(tmp_path)
+    for step in steps:
+        cli(step, str(transcript), *(["--project", "demo"] if step == "handoff" else []))
+    assert _handoffs(vault) == ["2026-11-30 demo.md"]
+    assert json.loads(cli("extract", str(transcript), "--json").stdout)["entries"] == 0
+
+
+def test_a_cleared_cache_brings_no_duplicate(
+    vault: Path, cli: Cli, tmp_path: Path, day: None
+) -> None:
+    transcript = _copy(tmp_path)
+    path = cli("handoff", str(transcript), "--project", "demo").stdout.splitlines()[-1]
+    shutil.rmtree(vault / ".vaultmem")
+    got = json.loads(cli("handoff", str(transcript), "--project", "demo", "--json").stdout)
+    assert (got["path"], got["created"], got["mode"]) == (path, False, "unchanged")
+    assert _handoffs(vault) == ["2026-11-30 demo.md"]
+    # ...and the cache knows it again: no folder scan needed the next time.
+    again = cli("handoff", str(transcript), "--project", "demo")
+    assert again.stderr == "transcript unchanged since the last handoff\n"
+
+
+def test_a_grown_transcript_gets_one_new_handoff(
+    vault: Path, cli: Cli, tmp_path: Path, day: None
+) -> None:
+    transcript = _copy(tmp_path)
+    cli("handoff", str(transcript), "--project", "demo")
+    with transcript.open("a") as fh:
+        line = {"type": "user", "message": {"role": "user", "content": "Also bump the TTL."}}
+        fh.write(json.dumps(line) + "\n")
+    grown = cli("handoff", str(transcript), "--project", "demo").stdout.splitlines()[-1]
+    assert grown == "handoffs/2026-11-30 demo 2.md"
+    assert _section(_note(vault, grown)[1], "Request") == ["Also bump the TTL."]
+    cli("handoff", str(transcript), "--project", "demo")
+    cli("extract", str(transcript))
+    cli("handoff", str(transcript), "--project", "demo")
+    assert _handoffs(vault) == ["2026-11-30 demo 2.md", "2026-11-30 demo.md"]

@@ -339,3 +339,90 @@ def test_a_hook_without_its_surfacing_module_still_exits_0(indexed: Path, tmp_pa
     assert (result.returncode, result.stdout) == (0, "")
     (line,) = log_lines(indexed / ".vaultmem" / "hooks.log")
     assert "ImportError" in line or "ModuleNotFoundError" in line
+
+
+# ----------------------------------------------------------------------------- MCP
+
+
+def _claude_json(home: Path) -> Path:
+    """~/.claude.json as Claude Code keeps it: its own state beside the servers, 0600."""
+    path = home / ".claude.json"
+    state = {"numStartups": 3, "mcpServers": {"other": {"type": "stdio", "command": "x"}}}
+    path.write_text(json.dumps(state, indent=2) + "\n", "utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def test_install_mcp_http_writes_the_token_header_and_uninstall_removes_it(cli: Cli) -> None:
+    home = Path(os.environ["HOME"])
+    path = _claude_json(home)
+    original = json.loads(path.read_text("utf-8"))
+    dry = cli("hooks", "install", "--claude", "--mcp", "http", "--dry-run")
+    token = cli("serve", "token").stdout.strip()
+    assert '"Authorization": "Bearer ***"' in dry.stdout and token not in dry.stdout
+    assert json.loads(path.read_text("utf-8")) == original
+    done = cli("hooks", "install", "--claude", "--mcp", "http")
+    assert f"registered vaultmem's MCP server (http) in {path}" in done.stdout
+    data = json.loads(path.read_text("utf-8"))
+    assert (
+        data["numStartups"] == 3 and data["mcpServers"]["other"] == original["mcpServers"]["other"]
+    )
+    assert data["mcpServers"]["vaultmem"] == {
+        "type": "http",
+        "url": "http://127.0.0.1:8765/mcp",
+        "headers": {"Authorization": f"Bearer {token}"},
+    }
+    assert path.stat().st_mode & 0o777 == 0o600
+    backup = path.with_name(".claude.json.vaultmem-backup")
+    assert backup.stat().st_mode & 0o777 == 0o600  # Claude Code's state stays private
+    assert json.loads(backup.read_text("utf-8")) == original
+    again = cli("hooks", "install", "--claude", "--mcp", "http")
+    assert f"unchanged: {path}" in again.stdout
+    cli("hooks", "uninstall", "--claude")
+    assert json.loads(path.read_text("utf-8")) == original
+
+
+def test_install_mcp_never_writes_the_token_into_a_shared_file(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    done = cli("hooks", "install", "--claude", "--scope", "project", "--mcp", "http")
+    shared = tmp_path / ".mcp.json"
+    entry = json.loads(shared.read_text("utf-8"))["mcpServers"]["vaultmem"]
+    assert entry["headers"] == {"Authorization": "Bearer ${VAULTMEM_SERVE_TOKEN}"}
+    token = cli("serve", "token").stdout.strip()
+    assert token not in shared.read_text("utf-8")
+    assert "VAULTMEM_SERVE_TOKEN" in done.stdout.splitlines()[-1]
+    cli("hooks", "uninstall", "--claude", "--scope", "project")
+    assert json.loads(shared.read_text("utf-8")) == {"mcpServers": {}}
+
+
+def test_install_mcp_stdio_for_the_local_scope(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    home = Path(os.environ["HOME"])
+    path = _claude_json(home)
+    cli("hooks", "install", "--claude", "--scope", "local", "--mcp", "stdio")
+    data = json.loads(path.read_text("utf-8"))
+    entry = data["projects"][str(tmp_path)]["mcpServers"]["vaultmem"]
+    assert entry["type"] == "stdio" and entry["args"][-3:] == ["--vault", str(cli.vault), "mcp"]
+    assert "vaultmem (stdio, " in cli("hooks", "status").stdout
+    cli("hooks", "uninstall", "--claude", "--scope", "local")
+    assert (
+        "vaultmem"
+        not in json.loads(path.read_text("utf-8"))["projects"][str(tmp_path)]["mcpServers"]
+    )
+
+
+def test_install_mcp_http_refuses_a_file_others_may_read(cli: Cli) -> None:
+    path = _claude_json(Path(os.environ["HOME"]))
+    path.chmod(0o644)
+    before = path.read_bytes()
+    refused = cli("hooks", "install", "--claude", "--mcp", "http", ok=False)
+    assert refused.exit_code == 1
+    assert refused.stderr == (
+        f"vaultmem: error: not writing the token: {path} is readable by other users "
+        "(chmod 600 it first) (or use --mcp stdio)\n"
+    )
+    assert path.read_bytes() == before

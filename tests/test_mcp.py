@@ -287,7 +287,41 @@ def test_streamable_http(http_server: str) -> None:
     anyio.run(main)
 
 
-def test_http_off_loopback_needs_a_token(vault: Path) -> None:
-    done = run_vaultmem(vault, "mcp", "--http", "--host", "0.0.0.0")
+def test_http_without_a_token_is_for_loopback_only(vault: Path) -> None:
+    done = run_vaultmem(vault, "mcp", "--http", "--no-auth", "--host", "0.0.0.0")
     assert done.returncode == 1 and done.stdout == ""
-    assert "refusing to bind 0.0.0.0 without a token" in done.stderr
+    assert done.stderr == (
+        "vaultmem: error: refusing to bind 0.0.0.0 without a token: "
+        "--no-auth is for loopback only\n"
+    )
+    both = run_vaultmem(vault, "mcp", "--http", "--no-auth", "--token", "x")
+    assert both.returncode == 1 and "--no-auth contradicts --token" in both.stderr
+
+
+def test_arguments_are_checked_as_every_door_checks_them(indexed: Path) -> None:
+    """The request model's rules, not a looser copy: a NUL is refused with the model's line
+    (it was searched, and its nearest notes scored 1.0 in hybrid mode), and JSON's `true`
+    or "5" is no number (pydantic took `true` for a limit of 1)."""
+
+    async def body(client: Client) -> None:
+        for mode in ("keyword", "hybrid"):
+            nul = await client.call_tool("search", {"query": "\x00\x00", "mode": mode})
+            assert nul.is_error and _text(nul) == "query: a NUL character in '\\x00\\x00'"
+        named = await client.call_tool("get", {"note": "Redis\x00"})
+        assert named.is_error and _text(named) == "note name: a NUL character in 'Redis\\x00'"
+        tags = await client.call_tool("remember", {"text": "A memory.", "tags": ["a\x00"]})
+        assert tags.is_error and _text(tags) == "tags: a NUL character in 'a\\x00'"
+        for tool, arguments in (
+            ("search", {"query": "redis", "limit": True}),
+            ("search", {"query": "redis", "limit": "2"}),
+            ("search", {"query": "redis", "limit": 2.5}),
+            ("timeline", {"note": "Redis for caching", "limit": True}),
+            ("timeline", {"note": "Redis for caching", "newest_first": "yes"}),
+            ("get", {"note": "Redis for caching", "start_line": True}),
+        ):
+            refused = await client.call_tool(tool, arguments)
+            assert refused.is_error, (tool, arguments, _text(refused))
+        two = _data(await client.call_tool("search", {"query": "redis", "limit": 2.0}))
+        assert len(two["hits"]) == 2  # JSON Schema's integer: a number with no fraction
+
+    _session(indexed, body)

@@ -178,3 +178,124 @@ def test_note_path_says_why(tmp_path: Path) -> None:
         with pytest.raises(NoteError) as caught:
             note_path(config, name, write=False)
         assert str(caught.value) == message
+
+
+# --------------------------------------------------------------------------- real paths
+
+GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n# wombat\n"
+WORKSPACE = '{"main": {"id": "wombat"}}\n'
+
+
+def _planted_links(vault: Path) -> dict[str, str]:
+    """A cloned vault's symlinks into places that are no notes: name -> why refused."""
+    (vault / ".git").mkdir()
+    (vault / ".git" / "config").write_text(GIT_CONFIG, encoding="utf-8")
+    (vault / ".obsidian").mkdir(exist_ok=True)
+    (vault / ".obsidian" / "workspace.json").write_text(WORKSPACE, encoding="utf-8")
+    (vault / ".obsidian" / "hidden.md").write_text("wombat hidden\n", encoding="utf-8")
+    secrets = vault.parent / "home" / ".ssh"
+    secrets.mkdir(parents=True)
+    keys = vault.parent / "home" / "keys"
+    keys.mkdir()
+    (keys / "id_rsa").write_text("wombat private key\n", encoding="utf-8")
+    (secrets / "notes.md").write_text("wombat ssh notes\n", encoding="utf-8")
+    (vault / "gitcfg.md").symlink_to(".git/config")
+    (vault / "layout.md").symlink_to(".obsidian/workspace.json")
+    (vault / "inbox" / "hidden.md").symlink_to("../.obsidian/hidden.md")
+    (vault / "key.md").symlink_to(keys / "id_rsa")
+    (vault / "sshnotes.md").symlink_to(secrets / "notes.md")
+    (vault / ".vaultmem").mkdir(exist_ok=True)
+    (vault / ".vaultmem" / "planted.md").write_text("wombat cache\n", encoding="utf-8")
+    (vault / "cached.md").symlink_to(".vaultmem/planted.md")
+    return {
+        "gitcfg": "gitcfg.md is not a note of this vault (it is a symlink to .git/config:",
+        "layout.md": "layout.md is not a note of this vault (it is a symlink to "
+        ".obsidian/workspace.json:",
+        "inbox/hidden.md": "inbox/hidden.md is not a note of this vault (it is a symlink to "
+        ".obsidian/hidden.md:",
+        "key.md": f"key.md is not a note of this vault (it is a symlink to {keys / 'id_rsa'}:",
+        "sshnotes.md": "sshnotes.md is not a note of this vault (it is a symlink to "
+        f"{secrets / 'notes.md'}, under .ssh/",
+        "cached.md": "cached.md is not a note of this vault (it is a symlink into the index cache",
+    }
+
+
+def _protected_bytes(vault: Path) -> dict[str, bytes]:
+    home = vault.parent / "home"
+    files = [vault / ".git" / "config", vault / ".obsidian" / "workspace.json"]
+    files += [vault / ".obsidian" / "hidden.md", home / "keys" / "id_rsa"]
+    files += [home / ".ssh" / "notes.md"]
+    return {str(f): f.read_bytes() for f in files}
+
+
+@pytest.mark.parametrize("command", WRITE_COMMANDS + READ_COMMANDS, ids=lambda c: " ".join(c))
+def test_a_symlink_into_a_protected_place_is_no_note(
+    cli: Cli, vault: Path, command: tuple[str, ...]
+) -> None:
+    """`touch gitcfg` used to write frontmatter into .git/config; now the real path is
+    judged too, for reads and writes, by every command."""
+    names = _planted_links(vault)
+    cli("index")
+    before = _protected_bytes(vault)
+    for name, message in names.items():
+        result = cli(*[name if a == "X" else a for a in command], ok=False)
+        assert result.exit_code == 1, (name, result.stdout, result.stderr)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, (name, result.stderr)
+        # A bare title (`gitcfg`) may fail as "no note called"; a path names the symlink.
+        assert message in lines[0] or "no note called" in lines[0], (name, lines[0])
+    assert _protected_bytes(vault) == before
+
+
+def test_index_never_reads_a_protected_file_behind_a_symlink(cli: Cli, vault: Path) -> None:
+    _planted_links(vault)
+    cli("index")
+    assert cli.json_lines("search", "wombat") == []
+    assert cli.json_lines("search", "repositoryformatversion") == []
+    status = cli("status", "--json").stdout
+    for name in ("gitcfg.md", "layout.md", "key.md", "sshnotes.md", "cached.md"):
+        assert name not in status
+
+
+def test_the_api_doors_refuse_a_protected_symlink(vault: Path) -> None:
+    """MCP's reinforce/flag and REST's routes call these same functions."""
+    from datetime import UTC, datetime
+
+    from vaultmem import api
+    from vaultmem.config import build
+    from vaultmem.errors import NoteError, NoteNotFound
+    from vaultmem.model import RememberRequest
+
+    _planted_links(vault)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    opened = api.OpenVault(build(vault, {"embedder": "none"}))
+    try:
+        before = _protected_bytes(vault)
+        for name in ("gitcfg.md", "layout.md", "key.md"):
+            with pytest.raises((NoteError, NoteNotFound)):
+                api.reinforce(opened, [name], now=now)
+            with pytest.raises((NoteError, NoteNotFound)):
+                api.change(opened, "pin", [name], now=now)
+            with pytest.raises((NoteError, NoteNotFound)):
+                api.get(opened, name)
+            request = RememberRequest("wombats dig burrows", supersedes=name)
+            with pytest.raises((NoteError, NoteNotFound)):
+                api.remember(opened, request, now=now)
+        assert _protected_bytes(vault) == before
+    finally:
+        opened.close()
+
+
+def test_a_symlink_to_a_note_elsewhere_is_still_read(cli: Cli, vault: Path) -> None:
+    """The rule keeps what worked: a link to a markdown note in the vault or outside it
+    (not under a never-read folder) is read; a write only inside."""
+    outside = vault.parent / "shared-notes"
+    outside.mkdir()
+    (outside / "team.md").write_text("numbat team note\n", encoding="utf-8")
+    (vault / "team.md").symlink_to(outside / "team.md")
+    (vault / "harbor-link.md").symlink_to("Harbor.md")
+    cli("index")
+    assert [h["path"] for h in cli.json_lines("search", "numbat")] == ["team.md"]
+    assert cli("get", "team.md").stdout == "numbat team note\n"
+    cli("pin", "harbor-link.md")
+    assert "pinned: true" in (vault / "Harbor.md").read_text(encoding="utf-8")

@@ -186,3 +186,22 @@ def test_a_window_of_a_vault_never_indexed_says_so(tmp_path: Path) -> None:
     assert result.stderr.strip() == (
         "vaultmem: error: the vault is not indexed yet: run `vaultmem index`"
     )
+
+
+def test_window_keeps_notes_whose_names_git_quotes(git_vault: Path, cli: Cli) -> None:
+    """git quotes a name holding `"`, a tab or a newline even with core.quotepath off;
+    such notes used to drop out of `timeline --since`."""
+    names = ['notes/say "cheese".md', "notes/tab\there.md", "notes/new\nline.md"]
+    names.append("notes/back\\slash.md")
+    (git_vault / "notes").mkdir(exist_ok=True)
+    for name in names:
+        (git_vault / name).write_text("An odd name.\n", encoding="utf-8")
+    _commit(git_vault, "odd names", "2026-11-25T12:00:00+00:00")
+    cli("index")
+    events = cli.json_lines("timeline", "--since", "2026-11-24", "--until", "2026-11-26")
+    committed = sorted(e["path"] for e in events if e["kind"] == "committed")
+    # (The fixture's `touch` of Redis is in that commit too.)
+    assert committed == sorted([*names, REDIS])
+    # A note's own history reads the same way.
+    own = cli.json_lines("timeline", names[1], "--around", "0")
+    assert [e["kind"] for e in own if e["kind"] == "committed"] == ["committed"]

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from vaultmem.config import Config
 from vaultmem.errors import ConfigError, EndpointError, RequestError, VaultmemError
-from vaultmem.model import NOTE_ACTIONS, Filters, Hit, RememberRequest, SearchRequest, check_limit
+from vaultmem.model import (
+    NOTE_ACTIONS,
+    Filters,
+    Hit,
+    RememberRequest,
+    SearchRequest,
+    check_limit,
+    check_texts,
+)
 
 if TYPE_CHECKING:
     from vaultmem.agent.surface import SurfaceRequest, SurfaceResult
@@ -105,13 +113,21 @@ class OpenVault:
         return (_stat(base), _stat(base + "-wal"))
 
     def _store_stamp(self, embedder: Embedder) -> _Stamp:
-        from vaultmem.index.records import CHROMA_DIR, record_path
+        from vaultmem.index.records import CHROMA_DIR, STORE_DATABASE, record_path
 
         record = _stat(str(record_path(self.config.cache_dir, embedder.model_id)))
         if self.config.chroma.host:
             return (record,)
-        db = os.path.join(self.config.cache_dir, CHROMA_DIR, "chroma.sqlite3")
+        db = os.path.join(self.config.cache_dir, CHROMA_DIR, STORE_DATABASE)
         return (record, _stat(db), _stat(db + "-wal"))
+
+    def _owners_stamp(self) -> _Stamp:
+        """The manifest and the fragment cache: what says which note owns which vector
+        (a write re-links its notes' fragments just after its manifest commit)."""
+        from vaultmem.index.records import FRAGMENTS_FILE
+
+        fragments = _stat(os.path.join(self.config.cache_dir, FRAGMENTS_FILE))
+        return (*self._manifest_stamp(), fragments)
 
     # --- the keyword index ---------------------------------------------------------------
 
@@ -178,21 +194,21 @@ class OpenVault:
         """The vector side, reopened after an embed sweep, reloaded after a note changed."""
         from vaultmem.retrieval.vsearch import VectorIndex
 
-        store, manifest = self._store_stamp(embedder), self._manifest_stamp()
+        store, owners = self._store_stamp(embedder), self._owners_stamp()
         current = self._vectors
         if current is not None and current.embedder is embedder and self._vectors_at:
-            if self._vectors_at == (store, manifest):
+            if self._vectors_at == (store, owners):
                 return current
             if self._vectors_at[0] == store:
                 current.reload()
-                self._vectors_at = (store, manifest)
+                self._vectors_at = (store, owners)
                 return current
         self._close_vectors()
         self._vectors = VectorIndex(self.config, embedder)
         # Opening the store writes to its database: stamp the database after opening, or
         # every request would see a change and reopen (the record, before: a sweep that
         # lands meanwhile is seen next time).
-        self._vectors_at = ((store[0], *self._store_stamp(embedder)[1:]), manifest)
+        self._vectors_at = ((store[0], *self._store_stamp(embedder)[1:]), owners)
         return self._vectors
 
     def _close_vectors(self) -> None:
@@ -530,6 +546,7 @@ def reinforce(
     """
     from vaultmem.memory.notes import reinforce_notes
 
+    check_texts(context_tags, "tags")  # never written, but judged: the request model's rule
     paths = resolve_for_write(vault, names)
     return reinforce_notes(
         vault.config, paths, now, list(context_tags), confirm=confirm, session=session

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vaultmem.environment import ENV_KEYS
 from vaultmem.errors import ConfigError
 
 VAULT_CONFIG_NAME = ".vaultmem.toml"
@@ -105,38 +106,6 @@ class Config:
                 return coll
         known = ", ".join(c.name for c in self.collections) or "none configured"
         raise ConfigError(f"unknown collection {name!r} (known: {known})")
-
-
-# Environment variables and the dotted config key each one sets.
-ENV_KEYS: dict[str, str] = {
-    "VAULTMEM_CACHE_DIR": "cache_dir",
-    "VAULTMEM_INCLUDE": "include",
-    "VAULTMEM_EXCLUDE": "exclude",
-    "VAULTMEM_EMBEDDER": "embedder",
-    "VAULTMEM_QUERY_EXPAND": "query.expand",
-    "VAULTMEM_STM_HALF_LIFE": "memory.stm_half_life",
-    "VAULTMEM_PRIOR_WEIGHT": "memory.prior_weight",
-    "VAULTMEM_REVIEW_SHARE": "memory.review_share",
-    "VAULTMEM_LOCK_TIMEOUT": "lock_timeout",
-    "VAULTMEM_CHROMA_HOST": "chroma.host",
-    "VAULTMEM_CHROMA_PORT": "chroma.port",
-    "VAULTMEM_CHROMA_TOKEN": "chroma.token",
-    "VAULTMEM_CHROMA_SSL": "chroma.ssl",
-}
-for _name in ("embed", "llm", "rerank"):
-    for _suffix, _key in (
-        ("URL", "url"),
-        ("API_KEY", "api_key"),
-        ("MODEL", "model"),
-        ("BATCH_SIZE", "batch_size"),
-        ("CONCURRENCY", "concurrency"),
-        ("TIMEOUT", "timeout"),
-        ("MAX_RETRIES", "max_retries"),
-        ("TPM", "tpm_limit"),
-        ("MAX_CHARS", "max_chars"),
-        ("DIMENSIONS", "dimensions"),
-    ):
-        ENV_KEYS[f"VAULTMEM_{_name.upper()}_{_suffix}"] = f"{_name}.{_key}"
 
 
 def user_config_path(env: Mapping[str, str]) -> Path:

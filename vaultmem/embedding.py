@@ -197,8 +197,8 @@ def embed_vault(
             )
             if store_problem:  # the precise reason replaces the guess
                 healed = [h for h in healed if h != _STORE_VOID] + [store_problem]
-        frag_cache.prune(e.hash for e in manifest.entries.values())
-        frag_cache.save()
+        # A note written during the sweep was re-linked under its new content: keep it.
+        frag_cache.save_merged(lambda: _indexed_hashes(cache_dir, manifest), config.lock_timeout)
     return EmbedReport(
         model=embedder.model_id,
         notes=len(plan.refs),
@@ -212,6 +212,17 @@ def embed_vault(
         else (),
         healed="; ".join(healed),
     )
+
+
+def _indexed_hashes(cache_dir: Path, started: mf.Manifest) -> set[str]:
+    """The content hashes indexed now (those the sweep began with, if the manifest has
+    gone or become unreadable meanwhile: the next `index` rebuilds it)."""
+    empty: dict[str, str] = {}
+    try:
+        now = set(mf.read(cache_dir, empty, mf.Store.hashes).values())
+    except IndexStateError:
+        now = set()
+    return now or {e.hash for e in started.entries.values()}
 
 
 def _record_holds(cache_dir: Path, recorded_store: str) -> bool:

@@ -18,6 +18,11 @@ refused for a top-level key written twice and for an opening fence with trailing
 Closing fences with trailing blanks and classic-Mac CR line breaks are read and kept;
 comments inside an owned key survive its rewrite. Invalid dates load as text, and an
 owned key with an invalid value reads as absent (:func:`owned_problem`).
+
+An undoable write keeps the exact lines it replaces in the note itself: the update value
+:class:`ReplacedLines` stores a key's lines (value, comments, spacing) as the text of its
+``UNDO_KEYS`` key (``status_before``…), and :class:`KeyLines` writes such text back, so
+the vault stays the only state of an undo.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -41,7 +46,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OWNED_KEYS",
+    "UNDO_KEYS",
+    "KeyLines",
     "Parts",
+    "ReplacedLines",
     "WriteResult",
     "apply",
     "check_encoding",
@@ -54,13 +62,24 @@ __all__ = [
     "update_note",
 ]
 
+# The key that keeps, for an undo, the lines a lifecycle command replaced in each of these
+# keys (see ReplacedLines): `forget` saves a user's `status: reading  # mine` there.
+UNDO_KEYS: dict[str, str] = {
+    "pinned": "pinned_before",
+    "snoozed_until": "snoozed_until_before",
+    "status": "status_before",
+}
+
 OWNED_KEYS: tuple[str, ...] = (
     "type",
     "confidence",
     "half_life",
     "pinned",
+    UNDO_KEYS["pinned"],
     "snoozed_until",
+    UNDO_KEYS["snoozed_until"],
     "status",
+    UNDO_KEYS["status"],
     "strength",
     "use_count",
     "last_used",
@@ -714,6 +733,45 @@ def _is_links(value: object) -> bool:
     return all(isinstance(item, str) and item.strip() for item in items)
 
 
+_MARKER_LINE_RE = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)")
+
+
+@lru_cache(maxsize=1024)
+def saved_lines_problem(key: str, text: str) -> str | None:
+    """Why ``text`` cannot be written back as ``key``'s lines (None when it can).
+
+    Saved lines (:class:`ReplacedLines`) are ``key``'s top-level entry alone: YAML that
+    reads as a mapping of exactly ``key``, line breaks as LF, no document marker line
+    (``---``/``...``, which would end the frontmatter), not a ``|+`` block scalar.
+    Cached: the memory view checks the saved value of every forgotten note it ranks.
+    """
+    if "\r" in text:
+        return "has a carriage return (saved lines break with LF)"
+    lines = text.split("\n")
+    if any(_MARKER_LINE_RE.match(line) for line in lines):
+        return "has a document marker line (--- or ...)"
+    if _KEEP_HEADER_RE.search(lines[0]):
+        # Its value runs on over the blank lines that follow it in the note, which the
+        # saved lines cannot hold.
+        return "is a block scalar that keeps trailing blank lines (|+)"
+    try:
+        data = _construct(text + "\n", _loaders().fast)  # ended as its last line is in a note
+    except Exception:  # noqa: BLE001 - whatever fails to load cannot be written back
+        return "is not YAML on its own"
+    if not isinstance(data, dict) or list(data) != [key]:
+        return f"is not the lines of one {key!r} key"
+    return None
+
+
+def _is_saved(key: str) -> Callable[[object], bool]:
+    """The check of ``key``'s saved lines (its ``UNDO_KEYS`` key)."""
+
+    def valid(value: object) -> bool:
+        return isinstance(value, str) and saved_lines_problem(key, value) is None
+
+    return valid
+
+
 _TIME = (_is_time, "is not a date")
 _COUNT = (_is_count, "is not a whole number of 0 or more")
 _LINKS = (_is_links, "is not a link or a list of links")
@@ -735,6 +793,10 @@ _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "cross_domain_count": _COUNT,
     "last_confirmed": _TIME,
     **dict.fromkeys(OWNED_KEYS[OWNED_KEYS.index("supersedes") :], _LINKS),
+    **{
+        saved: (_is_saved(key), f"is not a {key} line vaultmem saved")
+        for key, saved in UNDO_KEYS.items()
+    },
 }
 
 
@@ -1000,15 +1062,73 @@ def _layout(text: str, parts: Parts, source: str) -> _Layout:
 # --------------------------------------------------------------------------- applying
 
 
+@dataclass(frozen=True)
+class ReplacedLines:
+    """An update value: the lines of ``key`` that the same update replaces, as text.
+
+    For the ``UNDO_KEYS`` key of ``key``: ``{"status": "forgotten", "status_before":
+    ReplacedLines("status")}`` keeps ``status: reading  # mine`` for the undo. The text
+    is ``key``'s top-level entry exactly as written (key, spacing, value, every comment
+    inside it; several lines for a block value), without the block's common indentation
+    and with LF line breaks, so the value stays one quoted line in git. Nothing is
+    written when the update leaves ``key`` as it is, or when ``key`` has no line of its
+    own in the block (absent, or taken from a YAML merge). Lines that could not be written
+    back on their own (:func:`saved_lines_problem`) refuse the edit.
+    """
+
+    key: str
+
+
+@dataclass(frozen=True)
+class KeyLines:
+    """An update value: the key written as exactly these lines (text that
+    :class:`ReplacedLines` saved), in place of its current lines.
+
+    The block's indentation and the line ending of the replaced lines are put back. Two
+    things the forward write did are taken back with it: the comments it moved below the
+    key's line (its inner comments, which the saved text holds), and a comment the
+    user changed, added or removed on the key's line since is kept instead of the saved one.
+    """
+
+    text: str
+
+
 def _check_updates(updates: Mapping[str, object | None]) -> dict[str, object | None]:
     checked: dict[str, object | None] = {}
     for key, value in updates.items():
         if key not in _ORDER:
             raise ValueError(f"{key!r} is not a key vaultmem owns; owned keys: {OWNED_KEYS}")
-        checked[key] = None if value is None else _normalise(value)
-        if value is not None:
-            render_value(key, value)  # type errors surface here, before any edit
+        if isinstance(value, ReplacedLines):
+            if value.key not in _ORDER or value.key == key:
+                raise ValueError(f"{key}: cannot save the lines of {value.key!r}")
+            checked[key] = value
+        elif isinstance(value, KeyLines):
+            problem = saved_lines_problem(key, value.text)
+            if problem is not None:
+                raise ValueError(f"{key}: saved lines {_shown(value.text)} {problem}")
+            checked[key] = value
+        else:
+            checked[key] = None if value is None else _normalise(value)
+            if value is not None:
+                render_value(key, value)  # type errors surface here, before any edit
     return checked
+
+
+def _saved_lines(layout: _Layout, key: str, parts: Parts, source: str) -> str | None:
+    """The text :class:`ReplacedLines` keeps of ``key``; None when it has no lines."""
+    extent = next((e for e in layout.extents if e.key == key), None)
+    if extent is None:
+        return None
+    indent = layout.indent
+    lines = [_content(line) for line in layout.lines[extent.first : extent.last + 1]]
+    text = "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines)
+    problem = saved_lines_problem(key, text)
+    if problem is not None:
+        raise NoteError(
+            f"{source}:{parts.yaml_line + extent.first}: {key}'s lines cannot be kept for an "
+            f"undo: written alone, the text {problem}; note left untouched"
+        )
+    return text
 
 
 def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> bytes:
@@ -1022,21 +1142,44 @@ def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> byte
     An owned key holding an invalid value (:func:`owned_problem`) is simply overwritten:
     it is vaultmem's key. When nothing changes ``raw`` itself is returned.
 
+    Two values make an edit undoable: :class:`ReplacedLines` saves the lines another key
+    of the same update replaces, :class:`KeyLines` writes saved lines back verbatim.
+
     Raises ``ValueError`` for a key vaultmem does not own, ``TypeError`` for a value it
     cannot store, ``NoteError`` for a note it will not edit: not UTF-8, malformed or
     hostile YAML (alias bombs, unsafe tags), a top-level key written twice, an opening
-    fence with trailing blanks, or a result that would not read back as asked.
+    fence with trailing blanks, lines to save that could not be written back alone, or a
+    result that would not read back as asked.
     """
     wanted = _check_updates(updates)
     meta, parts = parse_meta(raw, source)
 
     changes: dict[str, object | None] = {}
     for key, value in wanted.items():
-        if value is None:
+        if isinstance(value, ReplacedLines):
+            continue  # resolved below, once the key it saves is known to change
+        if isinstance(value, KeyLines):
+            changes[key] = value  # lines already as saved leave the text as it is
+        elif value is None:
             if key in meta:
                 changes[key] = None
         elif key not in meta or not _same(meta[key], value):
             changes[key] = value
+    layout = None
+    if changes and parts.frontmatter is not None:
+        layout = _layout(parts.frontmatter, parts, source)
+    for key, value in list(wanted.items()):
+        if not isinstance(value, ReplacedLines):
+            continue
+        text = None
+        if value.key in changes and layout is not None:
+            text = _saved_lines(layout, value.key, parts, source)
+        if text is None:
+            del wanted[key]  # nothing to save: the key stays as it is
+        else:
+            wanted[key] = text
+            if key not in meta or not _same(meta[key], text):
+                changes[key] = text
     if not changes:
         return raw
 
@@ -1050,20 +1193,53 @@ def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> byte
             )
         added = [(k, v) for k, v in changes.items() if v is not None]
         added.sort(key=lambda kv: _ORDER[kv[0]])
-        text = "".join(render_value(k, v, newline) for k, v in added)
+        text = "".join(_rendered(k, v, newline) for k, v in added)
         result = parts.with_frontmatter(text)
     else:
-        result = parts.with_frontmatter(_edit(parts.frontmatter, parts, changes, source))
+        assert layout is not None
+        result = parts.with_frontmatter(_edit(parts.frontmatter, parts, changes, layout))
 
     # Verified even when the text did not change: a key that comes from a YAML merge
     # (``<<: *base``) cannot be cleared by editing lines, and that must not pass silently.
-    _verify(result, meta, parts, wanted, source)
+    _verify(result, meta, parts, _read_back(wanted), source)
     return raw if result == raw else result
 
 
-def _edit(text: str, parts: Parts, changes: Mapping[str, object | None], source: str) -> str | None:
+def _read_back(wanted: Mapping[str, object | None]) -> dict[str, object | None]:
+    """What each wanted key must read back as (saved lines: the value they hold)."""
+    out: dict[str, object | None] = {}
+    for key, value in wanted.items():
+        if isinstance(value, KeyLines):
+            # Checked: it loads (saved_lines_problem).
+            value = _ReadsAs(_construct(value.text + "\n", _loaders().fast)[key])
+        out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class _ReadsAs:
+    """What saved lines must read back as: any value, None (``status:``) included."""
+
+    value: object
+
+
+def _rendered(key: str, value: object, newline: str, indent: str = "") -> str:
+    """The lines of a new key: rendered, or the saved lines of a :class:`KeyLines`."""
+    if isinstance(value, KeyLines):
+        return _indented(value.text.split("\n"), newline, indent)
+    return render_value(key, value, newline, indent)
+
+
+def _indented(lines: list[str], newline: str, indent: str) -> str:
+    """Saved lines as frontmatter text: the block's indentation put back (blank lines stay
+    blank), each line ended by ``newline``."""
+    return "".join((indent + line if line else line) + newline for line in lines)
+
+
+def _edit(
+    text: str, parts: Parts, changes: Mapping[str, object | None], layout: _Layout
+) -> str | None:
     """The frontmatter text with ``changes`` made; None when the block should go away."""
-    layout = _layout(text, parts, source)
     lines = layout.lines
     # line index -> (last line of the range, replacement text)
     edits: dict[int, tuple[int, str]] = {}
@@ -1076,11 +1252,14 @@ def _edit(text: str, parts: Parts, changes: Mapping[str, object | None], source:
                 appended.append((key, value))
             continue
         newline = _line_newline(lines[extent.last], parts)
-        edits[extent.first] = (extent.last, _replacement(layout, extent, value, newline))
+        if isinstance(value, KeyLines):
+            edits[extent.first] = _written_back(layout, extent, value.text, newline)
+        else:
+            edits[extent.first] = (extent.last, _replacement(layout, extent, value, newline))
 
     out = _assembled(lines, edits, layout.indent)
     appended.sort(key=lambda kv: _ORDER[kv[0]])
-    out.extend(render_value(k, v, parts.newline, layout.indent) for k, v in appended)
+    out.extend(_rendered(k, v, parts.newline, layout.indent) for k, v in appended)
     new_text = "".join(out)
     if new_text == "" and text != "":
         return None  # we emptied it: drop the block (undoes the block a set created)
@@ -1161,6 +1340,36 @@ def _replacement(layout: _Layout, extent: _Extent, value: object | None, newline
     return "".join(new[:1] + moved + new[1:])
 
 
+def _written_back(layout: _Layout, extent: _Extent, saved: str, newline: str) -> tuple[int, str]:
+    """(last line replaced, text) that puts ``saved`` back over the key's lines.
+
+    The comments :func:`_replacement` moved below the key's line when the saved lines were
+    replaced come from ``saved`` again, so the lines right after the key that are those
+    comments, in their order, are replaced too. The comment on the key's line now wins
+    over the saved one: a comment the user edited since is theirs.
+    """
+    import yaml
+
+    lines = saved.split("\n")
+    events = list(yaml.parse(saved, Loader=_loaders().fast))
+    comments = _comments(saved, _split_lines(saved), events)
+    old = comments.get(0)
+    now = layout.comments.get(extent.first)
+    old_suffix = "" if old is None or old.alone else old.suffix
+    now_suffix = "" if now is None or now.alone else now.suffix
+    if now_suffix != old_suffix:
+        lines[0] = lines[0][: len(lines[0]) - len(old_suffix)] + now_suffix
+    last = extent.last
+    for moved in (c.suffix.strip() for i, c in sorted(comments.items()) if i > 0):
+        following = layout.comments.get(last + 1)
+        if following is None or not following.alone:
+            break
+        if _content(layout.lines[last + 1]).strip() != moved:
+            break
+        last += 1
+    return last, _indented(lines, newline, layout.indent)
+
+
 def _line_newline(line: str, parts: Parts) -> str:
     """The ending of the line a replaced key ended on, so a replacement keeps it."""
     for ending in ("\r\n", "\n", "\r"):
@@ -1187,7 +1396,10 @@ def _verify(
     if new_parts.body != parts.body or new_parts.bom != parts.bom:
         problems.append("body changed")
     for key, value in wanted.items():
-        if value is None:
+        if isinstance(value, _ReadsAs):
+            if key not in after or not _same(after[key], value.value):
+                problems.append(f"{key!r} reads back as {after.get(key)!r}, not {value.value!r}")
+        elif value is None:
             if key in after:
                 problems.append(f"{key!r} still present")
         elif key not in after or not _same(after[key], value):

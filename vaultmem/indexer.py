@@ -32,6 +32,7 @@ from vaultmem.index import lexical
 from vaultmem.index import manifest as mf
 from vaultmem.index.graph import LinkGraph
 from vaultmem.index.lexical import SCHEMA_VERSION, LexicalIndex
+from vaultmem.index.records import FragmentRelink
 from vaultmem.note import Note, content_hash, parse_note
 from vaultmem.vault import FileStat, vault_lock, walk_notes
 from vaultmem.workers import Report, run_forked
@@ -265,18 +266,23 @@ class _Run:
         todo += _changed_content(self.config.vault, plan.changed, old, touched)
         parsed = _Parsed()
         directory = lexical.location(cache, state.generation)
+        relink = FragmentRelink(cache)
         if todo or plan.removed:
             store.mark_pending()
             index = LexicalIndex.open_dir(directory)
             tick = _ticker(len(todo), self.progress)
-            index.update(parsed.notes(self.config.vault, todo, tick), remove=plan.removed)
+            notes = _relinked(parsed.notes(self.config.vault, todo, tick), relink)
+            index.update(notes, remove=plan.removed)
         fingerprint = state.fingerprint
         if todo or plan.removed or state.pending:
             fingerprint = lexical.fingerprint(directory)
+        obsolete = [old[f.path].hash for f, _ in todo if f.path in old]
+        obsolete += [e.hash for e in store.get_many(plan.removed).values()]
         with store.transaction():
             store.upsert({**touched, **parsed.entries})
             store.delete(plan.removed)
             store.set_meta(fingerprint=fingerprint, pending="", last_index=self._stamp())
+        _save_relinked(self.config, store, relink, obsolete)
         updated = sum(1 for p in parsed.entries if p in stats)
         unchanged = store.count() - len(parsed.entries)
         return _report(parsed, updated, unchanged, len(plan.removed), rebuilt=False)
@@ -412,10 +418,13 @@ def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Ite
             continue
         todo.append((FileStat(path, st.st_mtime_ns, st.st_size), None))
     parsed = _Parsed()
+    relink = FragmentRelink(config.cache_dir)
+    obsolete = [e.hash for e in store.get_many([*(f.path for f, _ in todo), *gone]).values()]
     store.mark_pending()
     index = LexicalIndex.open_dir(directory)
     try:
-        index.update(parsed.notes(config.vault, todo, lambda: None), remove=sorted(gone))
+        notes = _relinked(parsed.notes(config.vault, todo, lambda: None), relink)
+        index.update(notes, remove=sorted(gone))
     finally:
         index.close()
     with store.transaction():
@@ -424,6 +433,32 @@ def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Ite
         # An update interrupted before this one is still owed to the next `index`.
         pending = "1" if state.pending else ""
         store.set_meta(fingerprint=lexical.fingerprint(directory), pending=pending)
+    # The notes keep the vectors of every fragment whose text the write left alone.
+    _save_relinked(config, store, relink, obsolete)
+
+
+def _save_relinked(
+    config: Config, store: mf.Store, relink: FragmentRelink, obsolete: Iterable[str]
+) -> None:
+    """Save the re-linked fragments; a failure costs only vectors until the next `embed`
+    (the keyword index is sound), so it is a warning, never a reason to rebuild."""
+    try:
+        relink.save(obsolete, lambda: set(store.hashes().values()), config.lock_timeout)
+    except (VaultmemError, sqlite3.Error, OSError) as exc:
+        warnings.warn(
+            IndexNotRefreshed(
+                f"notes indexed, but their fragments were not re-linked to their vectors "
+                f"({exc}); run `vaultmem embed`"
+            ),
+            stacklevel=3,
+        )
+
+
+def _relinked(notes: Iterable[Note], relink: FragmentRelink) -> Iterator[Note]:
+    """``notes``, each filed with ``relink`` on its way to the keyword index."""
+    for note in notes:
+        relink.add(note)
+        yield note
 
 
 def _give_up(store: mf.Store, why: str) -> None:

@@ -9,6 +9,7 @@ from vaultmem.config import Config
 from vaultmem.errors import NoteNotFound, VaultmemError
 from vaultmem.frontmatter import check_encoding
 from vaultmem.index import manifest as mf
+from vaultmem.model import check_text
 from vaultmem.note import Note, iso, parse_note, read_raw
 from vaultmem.vault import LinkResolver, NoteName, note_path, vault_relative, walk_notes
 
@@ -48,8 +49,11 @@ def resolve(config: Config, name: str, *, write: bool = False) -> str:
 
     Whatever ``name`` is (a path, absolute or relative, a title, an alias, a file name),
     the answer passes :func:`~vaultmem.vault.note_path`, so it is a note of this vault;
-    ``write`` is for commands that will change the note.
+    ``write`` is for commands that will change the note. Every door's note names come
+    through here, so a name no note can have (a NUL, half a surrogate pair) is refused
+    here, a RequestError.
     """
+    check_text(name, "note name")
     direct = name.strip().removeprefix("./")
     for candidate in (direct, direct + ".md"):
         if candidate.endswith(".md") and (config.vault / candidate).is_file():

@@ -8,13 +8,70 @@ front ends all look down on it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
 
 from vaultmem.errors import RequestError
 
 # Notes in these states never appear in results unless asked for by --status.
 HIDDEN_STATUSES = ("forgotten", "archived")
+
+
+# The part of check_text's rule a JSON Schema pattern can state (not every validator can
+# hold half a surrogate pair): the servers' schemas put it on every text a request carries.
+TEXT_PATTERN = r"^[^\x00]*$"
+# Text that is more than white space: a character str.strip() keeps (its white space is
+# spelled out, as JSON Schema's \s is not Python's). For the fields a request refuses blank.
+_SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NONBLANK_PATTERN = rf"^[^\x00]*[^\x00{_SPACE}][^\x00]*$"
+
+
+def check_text(text: str | None, what: str) -> str | None:
+    """``text`` when a note could hold it, RequestError naming ``what`` if not.
+
+    What no command line can pass, JSON can: a NUL character, or half a surrogate pair
+    (``"\\ud800"``; also a command line's bytes that are not UTF-8). No note, file name or
+    index holds either, so every request refuses them before anything runs. None passes.
+
+    Example:
+        >>> check_text("a\\x00b", "title")
+        Traceback (most recent call last):
+        vaultmem.errors.RequestError: title: a NUL character in 'a\\x00b'
+    """
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise RequestError(f"{what} must be text, not {text!r}")
+    if "\x00" in text:
+        raise RequestError(f"{what}: a NUL character in {text[:40]!r}")
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise RequestError(f"{what}: not valid Unicode: {text[:40]!r}") from None
+    return text
+
+
+def check_texts(texts: Iterable[str], what: str) -> tuple[str, ...]:
+    """Every one of ``texts`` through :func:`check_text` (a list of names, of tags)."""
+    if isinstance(texts, str):
+        raise RequestError(f"{what} must be a list of text, not {texts!r}")
+    checked = []
+    for text in texts:
+        if text is None:
+            raise RequestError(f"{what} must be text, not None")
+        checked.append(check_text(text, what) or text)
+    return tuple(checked)
+
+
+def has_words(text: str) -> bool:
+    """Whether ``text`` holds anything to search for: a letter or a digit.
+
+    A query of only spaces, punctuation or control characters finds no keyword term, and
+    its embedding is noise: searched anyway, it would still rank every note, and hybrid
+    fusion would score the nearest one 1.0. Such a query finds nothing.
+    """
+    return any(char.isalnum() for char in text)
 
 
 @dataclass(frozen=True)
@@ -26,6 +83,10 @@ class Filters:
     type: str | None = None
     status: str | None = None
     collection: str | None = None
+
+    def __post_init__(self) -> None:
+        for one in fields(self):
+            check_text(getattr(self, one.name), one.name)
 
 
 @dataclass(frozen=True)
@@ -83,7 +144,8 @@ MAX_QUERY_CHARS = 10_000
 
 def check_limit(limit: int, name: str = "limit", *, most: int | None = MAX_LIMIT) -> int:
     """``limit`` when it is a whole number from 1 to ``most`` (None: no upper bound;
-    RequestError if not)."""
+    RequestError if not). A boolean is no number here, though Python counts True as 1:
+    JSON's ``true`` must not read as a limit of one."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         bad = True
     else:
@@ -124,8 +186,8 @@ class SearchRequest:
     def __post_init__(self) -> None:
         if self.route is not None and self.route not in ROUTES:
             raise RequestError(f"unknown route {self.route!r}; one of: {', '.join(ROUTES)}")
-        if not isinstance(self.query, str):
-            raise RequestError("query must be text")
+        check_text(self.query, "query")
+        check_text(self.intent, "intent")
         if len(self.query) > MAX_QUERY_CHARS:
             raise RequestError(f"query is longer than {MAX_QUERY_CHARS} characters")
         if self.mode not in SEARCH_MODES:
@@ -165,11 +227,13 @@ class RememberRequest:
     def __post_init__(self) -> None:
         from vaultmem.scores import NOTE_TYPES
 
-        if not isinstance(self.text, str) or not self.text.strip():
+        for name in ("text", "title", "type", "folder", "supersedes"):
+            check_text(getattr(self, name), name)
+        if not self.text.strip():
             raise RequestError("nothing to remember: the text is empty")
         if self.type is not None:
             kind = str(self.type).strip().lower()
             if kind not in NOTE_TYPES:
                 raise RequestError(f"unknown type {self.type!r}; one of: {', '.join(NOTE_TYPES)}")
             object.__setattr__(self, "type", kind)
-        object.__setattr__(self, "tags", parse_tags(self.tags))
+        object.__setattr__(self, "tags", check_texts(parse_tags(self.tags), "tags"))

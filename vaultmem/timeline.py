@@ -29,7 +29,7 @@ from vaultmem.config import Config
 from vaultmem.errors import IndexStateError, RequestError
 from vaultmem.index import manifest as mf
 from vaultmem.memory_state import parse_time
-from vaultmem.model import check_limit
+from vaultmem.model import check_limit, check_text
 from vaultmem.scores import parse_half_life
 
 __all__ = [
@@ -126,24 +126,18 @@ class TimelineRequest:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise RequestError(f"{name} must be non-empty text, not {value!r}")
+            check_text(value, name)
         if self.note is None and self.since is None and self.until is None:
             raise RequestError("give a note, or since and/or until")
         if not isinstance(self.around, str):
             raise RequestError(f"around must be a duration such as 7d, not {self.around!r}")
+        check_text(self.around, "around")
         if self.limit is not None:
             check_limit(self.limit, most=None)  # a window of a big vault is 100k events
 
     def window(self, now: datetime) -> tuple[datetime | None, datetime | None]:
         """``since`` and ``until`` as datetimes (RequestError naming a bad one)."""
-        try:
-            since = parse_when(self.since, now) if self.since is not None else None
-        except ValueError as exc:
-            raise RequestError(f"since: {exc}") from None
-        try:
-            until = parse_when(self.until, now, end=True) if self.until is not None else None
-        except ValueError as exc:
-            raise RequestError(f"until: {exc}") from None
-        return since, until
+        return _bound("since", self.since, now), _bound("until", self.until, now, end=True)
 
     def around_span(self) -> timedelta:
         """``around`` as a duration (RequestError when it is not one)."""
@@ -151,6 +145,18 @@ class TimelineRequest:
             return parse_around(self.around)
         except ValueError as exc:
             raise RequestError(f"around: {exc}") from None
+
+
+def _bound(name: str, text: str | None, now: datetime, *, end: bool = False) -> datetime | None:
+    """One bound of a request's window (see :func:`parse_when`), RequestError if bad."""
+    if text is None:
+        return None
+    try:
+        return parse_when(text, now, end=end)
+    except ValueError as exc:
+        raise RequestError(f"{name}: {exc}") from None
+    except OverflowError:  # 0001-01-01T00:00+14:00 in UTC, the day after 9999-12-31
+        raise RequestError(f"{name}: {text!r} is out of the calendar's range") from None
 
 
 @dataclass(frozen=True)
@@ -217,7 +223,9 @@ def parse_around(text: str) -> timedelta:
 def _git_log(vault: Path, args: Sequence[str], timeout: float) -> list[_Commit] | None:
     """``git log ARGS`` run in the vault, paths relative to it; None when there is no
     git, the vault is not in a repository, or git fails or runs past ``timeout``."""
-    command = ["git", "-C", str(vault), "-c", "core.quotepath=off", "log", _FORMAT, *args]
+    # -z: names NUL-separated and never quoted (git quotes `"`, tabs and newlines in a
+    # name even with core.quotepath off, and a quoted name matches no note).
+    command = ["git", "-C", str(vault), "-c", "core.quotepath=off", "log", "-z", _FORMAT, *args]
     try:
         done = subprocess.run(
             command,
@@ -236,11 +244,13 @@ def _git_log(vault: Path, args: Sequence[str], timeout: float) -> list[_Commit] 
 def _commits(text: str) -> list[_Commit]:
     found = []
     for chunk in text.split(_RS)[1:]:
-        head, _, names = chunk.partition("\n")
+        # With -z: the header, a NUL, a newline, then the names, each ending in a NUL.
+        head, _, names = chunk.partition("\0")
         sha, date, subject = (head.split("\t", 2) + ["", ""])[:3]
         when = parse_time(date)
         if when is not None:
-            paths = tuple(line for line in names.splitlines() if line.endswith(".md"))
+            listed = names.removeprefix("\n").split("\0")
+            paths = tuple(name for name in listed if name.endswith(".md"))
             found.append(_Commit(sha, when, subject, paths))
     return found
 

@@ -133,13 +133,44 @@ class NoteRules:
             return f"excluded by {self._pattern(rel)!r}"
         return None
 
+    def real_refusal(self, rel: str) -> str | None:
+        """Why the symlinked file ``rel`` is not a note by where it really points (None:
+        it is, or ``rel`` is no symlink).
+
+        A cloned vault can hold ``gitcfg.md -> .git/config``: the link passes the globs,
+        its target must too. A target inside the vault is judged as a note path of its
+        own; one outside as if its file sat where the link is (``notes/x.md ->
+        ~/work/id_rsa`` is ``notes/id_rsa``: no note), never under a hidden folder
+        (``~/.ssh/``) and never in the cache, wherever that lies.
+        """
+        full = self.root / rel
+        if not os.path.islink(full):
+            return None
+        real = os.path.realpath(full)
+        if _inside(real, str(self.cache)):
+            return f"it is a symlink into the index cache ({real})"
+        root = str(self.root.resolve())
+        if _inside(real, root):
+            target = Path(os.path.relpath(real, root)).as_posix()
+            why = self.path_refusal(target) or self.file_refusal(target)
+            return None if why is None else f"it is a symlink to {target}: {why}"
+        # Outside, every hidden folder is off limits: ~/.ssh, ~/.aws and ~/.config hold
+        # credentials, and a cloned vault's author chooses where its links point.
+        hidden = [part for part in Path(real).parts if part.startswith(".")]
+        if hidden:
+            return f"it is a symlink to {real}, under {hidden[0]}/"
+        placed = posixpath.join(posixpath.dirname(rel), os.path.basename(real))
+        why = self.file_refusal(placed)
+        return None if why is None else f"it is a symlink to {real}: {why}"
+
 
 def walk_notes(config: Config) -> Iterator[FileStat]:
     """Every note file of the vault: include globs minus exclude globs, hidden folders skipped.
 
-    A symlinked folder is not entered; a symlinked file is read wherever it points
-    (Obsidian shows it too), but :func:`note_path` lets vaultmem write it only when its
-    real path is inside the vault.
+    A symlinked folder is not entered; a symlinked file is read when its real path is a
+    note too (:meth:`NoteRules.real_refusal`: never ``.git/config`` behind ``x.md``),
+    inside the vault or out (Obsidian shows it too), but :func:`note_path` lets vaultmem
+    write it only when its real path is inside the vault.
     """
     root = config.vault
     rules = NoteRules(config)
@@ -155,7 +186,11 @@ def walk_notes(config: Config) -> Iterator[FileStat]:
             if entry.is_dir(follow_symlinks=False):
                 if rules.folder_refusal(rel) is None:
                     stack.append(rel)
-            elif entry.is_file() and rules.file_refusal(rel) is None:
+            elif (
+                entry.is_file()
+                and rules.file_refusal(rel) is None
+                and not (entry.is_symlink() and rules.real_refusal(rel))
+            ):
                 st = entry.stat()
                 yield FileStat(rel, st.st_mtime_ns, st.st_size)
 
@@ -190,12 +225,13 @@ def note_path(config: Config, name: str, *, write: bool) -> str:
     The one gate for note paths typed by a user: the file must lie inside the vault (see
     :func:`vault_relative`) and be one :func:`walk_notes` would index: matched by the
     include globs, not excluded, not under a never-read, excluded or symlinked folder or
-    the cache. A symlinked note is read wherever it points; with ``write`` it is refused
-    unless its real path is inside the vault.
+    the cache. A symlinked note must be a note by its real path too
+    (:meth:`NoteRules.real_refusal`): one that points outside the vault is read, and with
+    ``write`` refused.
     """
     rel = vault_relative(config.vault, name)
     rules = NoteRules(config)
-    why = rules.path_refusal(rel) or rules.file_refusal(rel)
+    why = rules.path_refusal(rel) or rules.file_refusal(rel) or rules.real_refusal(rel)
     if why is not None:
         raise NoteError(f"{name} is not a note of this vault ({why})")
     if write:
@@ -378,17 +414,34 @@ def lock_state(cache_dir: Path, name: str = "lock") -> LockState:
     return LockState(held=False, holder=read_lock_holder(path))
 
 
+def make_cache(cache_dir: Path) -> Path:
+    """The cache folder, created if missing: private (0700) and git-ignored.
+
+    The one place a cache comes to exist, whichever command writes first. It holds the
+    notes' text (the keyword index, snippets, fragments), the server's token and socket,
+    so nobody but its user may enter it, whatever the umask or the notes' own modes.
+    Raises OSError (a file in the way: NotADirectoryError).
+    """
+    if not cache_dir.is_dir():
+        if cache_dir.exists():
+            raise NotADirectoryError(errno.ENOTDIR, "it is not a folder", str(cache_dir))
+        cache_dir.parent.mkdir(parents=True, exist_ok=True)
+        with suppress(FileExistsError):  # another process made it a moment ago
+            cache_dir.mkdir(mode=0o700)
+    ignore = cache_dir / ".gitignore"
+    if not ignore.exists():
+        # The cache is disposable: keep it out of git even in a vault never `init`ed.
+        ignore.write_text("*\n", encoding="utf-8")
+    return cache_dir
+
+
 def _open_lock_file(cache_dir: Path, name: str) -> int:
     """Create the cache folder and open its lock file; one-line errors when unusable."""
     try:
         if cache_dir.exists() and not cache_dir.is_dir():
             raise VaultmemError(f"cannot use the cache folder {cache_dir}: it is not a folder")
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        ignore = cache_dir / ".gitignore"
-        if not ignore.exists():
-            # The cache is disposable: keep it out of git even in a vault never `init`ed.
-            ignore.write_text("*\n", encoding="utf-8")
-        return os.open(cache_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+        make_cache(cache_dir)
+        return os.open(cache_dir / name, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise VaultmemError(f"cannot use the cache folder {cache_dir}: {reason}") from None

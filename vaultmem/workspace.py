@@ -10,7 +10,7 @@ from pathlib import Path
 from vaultmem.config import VAULT_CONFIG_NAME, Config
 from vaultmem.errors import ConfigError
 from vaultmem.index import manifest as mf
-from vaultmem.vault import walk_notes
+from vaultmem.vault import make_cache, walk_notes
 
 VAULT_TOML = """\
 # vaultmem configuration for this vault (tracked in git; every key is optional).
@@ -49,8 +49,7 @@ def init_vault(folder: Path) -> list[str]:
         created.append(VAULT_CONFIG_NAME)
     ignore = folder / ".vaultmem" / ".gitignore"
     if not ignore.exists():
-        ignore.parent.mkdir(exist_ok=True)
-        ignore.write_text("*\n", encoding="utf-8")
+        make_cache(ignore.parent)
         created.append(".vaultmem/.gitignore")
     return created
 

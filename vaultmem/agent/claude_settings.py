@@ -1,10 +1,19 @@
-"""vaultmem's handlers in Claude Code's settings files: merge, remove, inspect.
+"""vaultmem's handlers in Claude Code's settings files, and its MCP server in Claude Code's
+MCP configuration: merge, remove, inspect.
 
 A settings file (``~/.claude/settings.json``, ``.claude/settings.json``,
 ``.claude/settings.local.json``) holds much more than hooks: permissions, env, other
 tools' hooks, keys vaultmem has never heard of. Everything here works on the parsed JSON
 value and changes only vaultmem's own handlers, recognised by their command:
 a ``vaultmem`` executable (or ``python -m vaultmem``) running ``hook EVENT``.
+
+The MCP server is one entry named ``vaultmem`` under ``mcpServers`` in Claude Code's own
+files (:func:`mcp_location`): ``~/.claude.json`` for the user scope, the same file's
+``projects[FOLDER]`` for the local scope, ``.mcp.json`` (shared through git) for the
+project scope. Over stdio Claude Code starts `vaultmem mcp` itself; over HTTP the entry
+carries ``Authorization: Bearer`` for the vault's token, written out only into a file
+that is this user's alone; ``.mcp.json`` gets ``${VAULTMEM_SERVE_TOKEN}`` instead, which
+Claude Code expands from its environment.
 """
 
 from __future__ import annotations
@@ -12,8 +21,10 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import os
 import shlex
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +36,10 @@ from vaultmem.errors import ConfigError
 
 SCOPES = ("user", "project", "local")
 BACKUP_SUFFIX = ".vaultmem-backup"
+MCP_NAME = "vaultmem"
+MCP_TRANSPORTS = ("stdio", "http")
+# What a shared .mcp.json says instead of the token: Claude Code expands it at start.
+TOKEN_REFERENCE = "${VAULTMEM_SERVE_TOKEN}"
 
 
 def settings_path(scope: str, *, home: Path, cwd: Path) -> Path:
@@ -43,6 +58,16 @@ def hook_command(launcher: list[str], vault: Path, event: str) -> str:
     return shlex.join([*launcher, "--vault", str(vault), "hook", event])
 
 
+def vaultmem_args(words: list[str]) -> list[str] | None:
+    """The arguments of a command line that runs vaultmem (a ``vaultmem`` executable, or
+    ``python -m vaultmem``), else None."""
+    if words and Path(words[0]).name == "vaultmem":
+        return words[1:]
+    if words[1:3] == ["-m", "vaultmem"]:
+        return words[3:]
+    return None
+
+
 def vaultmem_event(command: object) -> str | None:
     """The ``hook EVENT`` a command runs when it is vaultmem's, else None."""
     if not isinstance(command, str):
@@ -51,13 +76,8 @@ def vaultmem_event(command: object) -> str | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    if not words:
-        return None
-    if Path(words[0]).name == "vaultmem":
-        rest = words[1:]
-    elif words[1:3] == ["-m", "vaultmem"]:
-        rest = words[3:]
-    else:
+    rest = vaultmem_args(words)
+    if rest is None:
         return None
     for i, word in enumerate(rest[:-1]):
         if word == "hook" and rest[i + 1] in EVENT_NAMES:
@@ -175,11 +195,17 @@ def with_vaultmem(settings: dict[str, Any], command: Callable[[str], str]) -> di
 
 @dataclass(frozen=True)
 class Change:
-    """A planned change to one settings file; ``before`` is None for a new file."""
+    """A planned change to one settings file; ``before`` is None for a new file.
+
+    ``mode``: the permission bits a new file gets (None: the umask's); ``hidden``: text
+    (a token) that :meth:`diff` shows as ``***``.
+    """
 
     path: Path
     before: str | None
     after: str
+    mode: int | None = None
+    hidden: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -195,28 +221,134 @@ class Change:
         old = (self.before or "").splitlines(keepends=True)
         label = str(self.path)
         new = self.after.splitlines(keepends=True)
-        return "".join(difflib.unified_diff(old, new, f"{label} (before)", f"{label} (after)"))
+        text = "".join(difflib.unified_diff(old, new, f"{label} (before)", f"{label} (after)"))
+        for secret in self.hidden:
+            text = text.replace(secret, "***")
+        return text
 
 
-def plan(path: Path, transform: Callable[[dict[str, Any]], dict[str, Any]]) -> Change:
+def plan(
+    path: Path,
+    transform: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    mode: int | None = None,
+    hidden: tuple[str, ...] = (),
+) -> Change:
     """Read the settings at ``path`` and what ``transform`` would make of them."""
     before, settings = read_settings(path)
-    return Change(path, before, render(transform(settings)))
+    return Change(path, before, render(transform(settings)), mode=mode, hidden=hidden)
 
 
 def apply(change: Change) -> Path | None:
     """Write a change atomically, after a one-time backup of the file as it was before
-    vaultmem first touched it; returns the backup's path (None when there is none)."""
+    vaultmem first touched it (with the file's own permission bits: ``~/.claude.json``
+    is private); returns the backup's path (None when there is none)."""
     if not change.changed:
         return None
     backup: Path | None = None
     if change.before is not None:
         backup = change.path.with_name(change.path.name + BACKUP_SUFFIX)
         if not backup.exists():
-            atomic_write(backup, change.before.encode("utf-8"))
+            bits = stat.S_IMODE(change.path.stat().st_mode)
+            atomic_write(backup, change.before.encode("utf-8"), mode=bits)
     change.path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(change.path, change.after.encode("utf-8"))
+    mode = None if change.path.exists() else change.mode
+    atomic_write(change.path, change.after.encode("utf-8"), mode=mode)
     return backup
+
+
+# --------------------------------------------------------------------------- MCP servers
+
+
+@dataclass(frozen=True)
+class McpLocation:
+    """Where a scope keeps its MCP servers: the file, the keys down to the
+    ``mcpServers`` object, and whether the file is shared (in git)."""
+
+    path: Path
+    keys: tuple[str, ...]
+    shared: bool
+
+
+def mcp_location(scope: str, *, home: Path, cwd: Path) -> McpLocation:
+    """Claude Code's MCP configuration for a scope: user (``~/.claude.json``), local (that
+    file, under ``projects`` for the working folder) or project (``.mcp.json``)."""
+    if scope == "user":
+        return McpLocation(home / ".claude.json", ("mcpServers",), shared=False)
+    if scope == "local":
+        return McpLocation(home / ".claude.json", ("projects", str(cwd), "mcpServers"), False)
+    if scope == "project":
+        return McpLocation(cwd / ".mcp.json", ("mcpServers",), shared=True)
+    raise ConfigError(f"unknown scope {scope!r} (choose from {', '.join(SCOPES)})")
+
+
+def stdio_server(launcher: list[str], vault: Path) -> dict[str, Any]:
+    """The entry for `vaultmem --vault VAULT mcp`, which Claude Code starts itself."""
+    args = [*launcher[1:], "--vault", str(vault), "mcp"]
+    return {"type": "stdio", "command": launcher[0], "args": args, "env": {}}
+
+
+def http_server(url: str, token: str) -> dict[str, Any]:
+    """The entry for a running server's MCP endpoint, with its bearer token (or the
+    ``${VAR}`` reference Claude Code expands)."""
+    return {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+
+
+def _servers(settings: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    here: Any = settings
+    for key in keys:
+        here = here.get(key) if isinstance(here, dict) else None
+    return here
+
+
+def installed_mcp(settings: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """vaultmem's MCP entry at ``keys`` (None when there is none)."""
+    servers = _servers(settings, keys)
+    entry = servers.get(MCP_NAME) if isinstance(servers, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def with_mcp(
+    settings: dict[str, Any], keys: tuple[str, ...], entry: dict[str, Any]
+) -> dict[str, Any]:
+    """A copy with vaultmem's MCP entry at ``keys`` set to ``entry`` (replacing an older
+    one; every other server and key kept)."""
+    result = copy.deepcopy(settings)
+    here = result
+    for key in keys:
+        child = here.get(key)
+        if not isinstance(child, dict):
+            if child is not None:
+                raise ConfigError(
+                    f"{'.'.join(keys)}: {key!r} is not a JSON object; nothing written"
+                )
+            child = here[key] = {}
+        here = child
+    here[MCP_NAME] = entry
+    return result
+
+
+def without_mcp(settings: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """A copy without vaultmem's MCP entry at ``keys`` (everything else kept)."""
+    result = copy.deepcopy(settings)
+    servers = _servers(result, keys)
+    if isinstance(servers, dict):
+        servers.pop(MCP_NAME, None)
+    return result
+
+
+def private_problem(path: Path) -> str | None:
+    """Why ``path`` may not hold a token: another user owns it or may read it (None when
+    it is this user's alone, or does not exist yet: it is then made 0600)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    if info.st_uid != os.getuid():
+        return f"{path} is owned by uid {info.st_uid}"
+    if info.st_mode & 0o077:
+        return f"{path} is readable by other users (chmod 600 it first)"
+    return None
 
 
 def hook_vault(command: str) -> str | None:

@@ -1,9 +1,9 @@
 """`extract`: decisions, preferences, antipatterns and observations from a transcript.
 
 The transcript's prose (what the user and the agent said in the main thread; not tool
-output, thinking or subagent chatter) is redacted (:mod:`vaultmem.agent.redact`), cut
-into chunks of about :data:`CHUNK_CHARS` characters, and each chunk is turned into
-memories:
+output, thinking or subagent chatter), redacted as it is read
+(:func:`vaultmem.agent.transcript.read_entries`), is cut into chunks of about
+:data:`CHUNK_CHARS` characters, and each chunk is turned into memories:
 
 - with an LLM: one schema-constrained JSON request per chunk (prompt:
   ``templates/prompts/extract.j2``), naming the notes the chunk may replace;
@@ -25,12 +25,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.agent.redact import redact
 from vaultmem.agent.transcript import (
     BULLET_RE,
     FENCE_RE,
+    MAX_ENTRY_BYTES,
     Entry,
     TranscriptState,
+    check_transcript,
     load_state,
     prefix_hash,
     read_entries,
@@ -161,14 +162,14 @@ def _label(entry: Entry) -> str:
 
 
 def chunks(entries: Iterable[Entry], size: int = CHUNK_CHARS) -> Iterator[str]:
-    """The redacted prose of ``entries`` as ``Role: text`` blocks, about ``size`` chars
-    a chunk (a longer turn is cut at paragraph or line ends)."""
+    """The prose of ``entries`` (redacted when read) as ``Role: text`` blocks, about
+    ``size`` chars a chunk (a longer turn is cut at paragraph or line ends)."""
     parts: list[str] = []
     used = 0
     for entry in entries:
         if not entry.prose:
             continue
-        for piece in _pieces(f"{_label(entry)}: {redact(entry.text.strip())}", size):
+        for piece in _pieces(f"{_label(entry)}: {entry.text.strip()}", size):
             if parts and used + len(piece) > size:
                 yield "\n\n".join(parts)
                 parts, used = [], 0
@@ -310,27 +311,24 @@ def _remember(
 ) -> Extracted | None:
     from vaultmem.memory.remember import remember
 
-    clean = replace(
-        found,
-        text=redact(found.text),
-        title=redact(found.title) if found.title else None,
-    )
-    old = _supersedes(config, clean.supersedes)
+    # The candidate comes from redacted text only (the transcript as read, or a model
+    # that saw nothing else of it), so its text, title and slug need no second pass.
+    old = _supersedes(config, found.supersedes)
     try:
         done = remember(
             config,
-            clean.text,
+            found.text,
             now=now,
-            title=clean.title,
-            note_type=clean.type,
+            title=found.title,
+            note_type=found.type,
             tags=[TAG],
             supersedes=old,
             embedder=embedder,
         )
     except ValueError:
-        return None  # nothing left to remember once redacted
+        return None  # nothing left to remember (a text that is all [REDACTED])
     return Extracted(
-        clean,
+        found,
         done.path,
         done.created,
         done.duplicate_of,
@@ -345,6 +343,7 @@ class _Reader:
     def __init__(self, path: Path, start: int) -> None:
         self.path, self.end, self.count = path, start, 0
         self.last_uuid: str | None = None
+        self.oversize = 0  # entries over MAX_ENTRY_BYTES, skipped or cut
         self._start = start
 
     def __iter__(self) -> Iterator[Entry]:
@@ -352,6 +351,7 @@ class _Reader:
             self.count += 1
             self.end = entry.end
             self.last_uuid = entry.uuid or self.last_uuid
+            self.oversize += entry.skipped > 0
             yield entry
 
 
@@ -368,13 +368,15 @@ def extract_transcript(
 
     ``llm`` None uses the phrase rules; an endpoint failure switches to them for the
     rest of the run (listed in ``warnings``). ``dry_run`` writes nothing (no notes, no
-    state). Raises OSError when the transcript cannot be read.
+    state). Raises TranscriptError for a transcript that is not a regular file, cannot
+    be read, or has more than MAX_TRANSCRIPT_BYTES to read.
 
     Example:
         >>> extract_transcript(config, Path("session.jsonl"), llm=None, now=now)  # doctest: +SKIP
     """
     from vaultmem.inference.llm import JSONReplyError
 
+    check_transcript(path)  # a FIFO or a device is refused before anything waits on it
     with capture_lock(config, "extract"):
         state = load_state(config.cache_dir, path)
         reader = _Reader(path, state.offset)
@@ -400,6 +402,12 @@ def extract_transcript(
                 found = rule_candidates(chunk)
                 modes.add("rules")
             done.extend(_keep(config, found, seen, now, embedder, dry_run))
+        if reader.oversize:
+            what = "1 entry" if reader.oversize == 1 else f"{reader.oversize} entries"
+            warnings.append(
+                f"{what} over {MAX_ENTRY_BYTES // 2**20} MiB "
+                "(vaultmem.agent.transcript.MAX_ENTRY_BYTES) skipped or cut"
+            )
         report = ExtractReport(
             transcript=str(path),
             start=state.offset,
@@ -433,7 +441,7 @@ def _keep(
             continue
         seen.add(key)
         if dry_run:
-            yield Extracted(replace(candidate, text=redact(candidate.text)))
+            yield Extracted(candidate)
             continue
         result = _remember(config, candidate, now, embedder)
         if result is not None:

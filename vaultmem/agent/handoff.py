@@ -9,11 +9,17 @@ itself: the last user request, the files read and searched, the last assistant m
 NotebookEdit), never from the model. The note links (``related``) to the memories
 `extract` wrote from the same transcript.
 
-A second `handoff` of an unchanged transcript writes nothing and returns the first note.
+A second `handoff` of an unchanged transcript writes nothing and returns the first note;
+one that grew gets a new note (the next session reads the latest). "Unchanged" is the
+transcript's SHA-256: kept in the cache's transcript state, and in the note itself
+(``transcript_sha256``), so that a cleared cache does not bring a duplicate either.
+Everything the note holds comes from the transcript as read, already redacted
+(:func:`vaultmem.agent.transcript.read_entries`), or from a model that saw nothing else.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -27,7 +33,10 @@ from vaultmem.agent.transcript import (
     BULLET_RE,
     FENCE_RE,
     Entry,
+    TranscriptState,
+    check_transcript,
     load_state,
+    prefix_hash,
     read_entries,
     save_state,
 )
@@ -38,7 +47,14 @@ from vaultmem.scores import to_utc
 if TYPE_CHECKING:
     from vaultmem.inference.llm import LLMClient
 
-__all__ = ["HANDOFF_SCHEMA", "Handoff", "HandoffText", "handoff_text", "write_handoff"]
+__all__ = [
+    "HANDOFF_SCHEMA",
+    "HASH_KEY",
+    "Handoff",
+    "HandoffText",
+    "handoff_text",
+    "write_handoff",
+]
 
 TEMPLATE = "handoff.md.j2"
 PROMPT = "prompts/handoff.j2"
@@ -50,6 +66,7 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 READ_TOOLS = frozenset({"Read", "Grep", "Glob", "WebFetch", "WebSearch", "LS"})
 
 _LIST = {"type": "array", "items": {"type": "string"}, "maxItems": 6}
+HASH_KEY = "transcript_sha256"  # the frontmatter key naming the transcript a note covers
 HANDOFF_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
@@ -65,7 +82,7 @@ HANDOFF_SCHEMA: dict[str, object] = {
 
 @dataclass(frozen=True)
 class HandoffText:
-    """The sections of a handoff (every string already redacted)."""
+    """The sections of a handoff (from redacted text only)."""
 
     request: str
     investigated: tuple[str, ...] = ()
@@ -158,9 +175,9 @@ class _Session:
             self.tail_chars -= len(self.tail.popleft())
 
 
-def _read(path: Path) -> _Session:
+def _read(path: Path, size: int) -> _Session:
     session = _Session(files={}, looked={}, tail=deque())
-    for entry in read_entries(path):
+    for entry in read_entries(path, end=size):
         session.add(entry)
     return session
 
@@ -173,8 +190,8 @@ def _relative(path: str, cwd: str | None) -> str:
 
 
 def _line(text: str) -> str:
-    """One redacted line of at most :data:`MAX_LINE` characters."""
-    flat = " ".join(redact(text).split())
+    """One line of at most :data:`MAX_LINE` characters."""
+    flat = " ".join(text.split())
     return flat if len(flat) <= MAX_LINE else flat[: MAX_LINE - 1].rstrip() + "…"
 
 
@@ -219,7 +236,7 @@ def _llm_text(
     prompt = render(
         config,
         PROMPT,
-        transcript=redact("\n\n".join(session.tail)),
+        transcript="\n\n".join(session.tail),
         files=list(files),
         learned=list(learned),
     )
@@ -267,7 +284,10 @@ def write_handoff(
 
     The LLM writes the sections when given (a failing endpoint falls back to the
     transcript-only sections, listed in ``warnings``). Returns the existing note, with
-    ``created`` False, when the transcript has not grown since the last handoff.
+    ``created`` False and mode ``unchanged``, when a handoff of the very same transcript
+    bytes exists: recorded in the cache, or a note of ``folder`` whose
+    ``transcript_sha256`` is the transcript's. ``project`` (a name given on the command
+    line) is redacted like the transcript: it becomes part of a file name.
 
     Example:
         >>> write_handoff(config, Path("s.jsonl"), llm=None, project="x", now=now)  # doctest: +SKIP
@@ -275,19 +295,28 @@ def write_handoff(
     from vaultmem.agent.extract import capture_lock
     from vaultmem.inference.llm import JSONReplyError
     from vaultmem.lookup import note_names
+    from vaultmem.memory.remember import target_folder
     from vaultmem.memory.writeback import wikilink
     from vaultmem.vault import LinkResolver
 
+    check_transcript(path)  # a FIFO or a device is refused before anything waits on it
+    project = redact(project) if project else project
     with capture_lock(config, "handoff"):
         state = load_state(config.cache_dir, path)
-        size = path.stat().st_size
-        if (
-            state.handoff
-            and state.handoff_size == size
-            and (config.vault / state.handoff).is_file()
-        ):
-            return Handoff(state.handoff, False, HandoffText(request=""), mode="unchanged")
-        session = _read(path)
+        size = check_transcript(path)
+        digest = prefix_hash(path, size)
+        previous = _previous(config, state, size, digest) or _in_vault(
+            config, target_folder(config, folder, FOLDER), digest
+        )
+        if previous:
+            if previous != state.handoff or state.handoff_sha256 != digest:
+                save_state(
+                    config.cache_dir,
+                    path,
+                    replace(state, handoff=previous, handoff_size=size, handoff_sha256=digest),
+                )
+            return Handoff(previous, False, HandoffText(request=""), mode="unchanged")
+        session = _read(path, size)
         assert session.files is not None
         files = [_relative(f, session.cwd) for f in session.files]
         notes = [n for n in state.notes if (config.vault / n).is_file()]
@@ -303,9 +332,46 @@ def write_handoff(
                 mode = "llm"
             except (EndpointError, JSONReplyError) as exc:
                 warnings = (f"{exc}; sections filled from the transcript instead",)
-        note = _write(config, folder, project, session.session, text, related, now)
-        save_state(config.cache_dir, path, replace(state, handoff=note, handoff_size=size))
+        note = _write(config, folder, project, session.session, digest, text, related, now)
+        save_state(
+            config.cache_dir,
+            path,
+            replace(state, handoff=note, handoff_size=size, handoff_sha256=digest),
+        )
     return Handoff(note, True, text, related, mode, warnings)
+
+
+def _previous(config: Config, state: TranscriptState, size: int, digest: str) -> str | None:
+    """The handoff the cache records for these very transcript bytes, if it still exists
+    (a record from before hashes were kept is judged by size alone)."""
+    if not state.handoff or state.handoff_size != size:
+        return None
+    if state.handoff_sha256 not in ("", digest):
+        return None
+    return state.handoff if (config.vault / state.handoff).is_file() else None
+
+
+def _in_vault(config: Config, folder: str, digest: str) -> str | None:
+    """A note of ``folder`` that says it is the handoff of the transcript ``digest``."""
+    from vaultmem.errors import NoteError
+    from vaultmem.note import parse_note, read_raw
+    from vaultmem.vault import note_path
+
+    where = config.vault / folder if folder else config.vault
+    try:
+        names = sorted(e.name for e in os.scandir(where) if e.name.endswith(".md"))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            rel = note_path(config, f"{folder}/{name}" if folder else name, write=False)
+            raw, _ = read_raw(config.vault, rel)
+            # Only a note holding the digest at all is parsed.
+            if digest.encode() in raw and parse_note(rel, raw).meta.get(HASH_KEY) == digest:
+                return rel
+        except NoteError:
+            continue
+    return None
 
 
 def _write(
@@ -313,6 +379,7 @@ def _write(
     folder: str | None,
     project: str | None,
     session: str | None,
+    digest: str,
     text: HandoffText,
     related: Sequence[str],
     now: datetime,
@@ -332,6 +399,7 @@ def _write(
         meta["session"] = session
     if related:
         meta["related"] = list(related)
+    meta[HASH_KEY] = digest
     title = f"Handoff {when:%Y-%m-%d} — {topic}"
     with locked(config, "handoff"):
         target = target_folder(config, folder, FOLDER)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import VaultmemError
+from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
     from vaultmem.api import OpenVault
@@ -145,7 +146,7 @@ def start_capture(commands: list[list[str]], job_log: Path) -> int:
     a handoff is still worth writing when extraction failed.
     """
     script = "; ".join(shlex.join(command) for command in commands)
-    job_log.parent.mkdir(parents=True, exist_ok=True)
+    make_cache(job_log.parent)
     with job_log.open("ab") as log:
         job = subprocess.Popen(
             ["/bin/sh", "-c", script],
@@ -162,8 +163,9 @@ def log_line(log: Path, when: datetime, event: str, message: str) -> None:
     """Append one line to the hook log (the message's newlines flattened)."""
     flat = " ".join(message.split())
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    make_cache(log.parent)
+    # Not through a link someone planted in the cache; private like the rest of it.
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         # One write of one line: appends from concurrent hooks do not interleave.
         os.write(fd, f"{stamp} hook {event}: {flat}\n".encode())

@@ -37,6 +37,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import Config
+from vaultmem.model import check_text
+from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
     from vaultmem.index.lexical import LexicalIndex
@@ -332,6 +334,10 @@ class SurfaceRequest:
     session: str | None = None
     budget: int = DEFAULT_BUDGET
     vectors: bool | None = None  # None: only when cheap (an endpoint embedder with vectors)
+
+    def __post_init__(self) -> None:
+        check_text(self.prompt, "prompt")
+        check_text(self.session, "session")
 
 
 @dataclass(frozen=True)
@@ -735,6 +741,7 @@ def _log(config: Config, request: SurfaceRequest, result: SurfaceResult, now: da
         "tokens": result.tokens,
         "reason": result.reason,
     }
+    make_cache(config.cache_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         if path.stat().st_size > LOG_MAX_BYTES:
@@ -808,6 +815,7 @@ def _surface(
     context, kept = build_block(config, chosen, request.budget)
     record.notes.extend(c.hit.path for c in kept)
     if spath is not None:
+        make_cache(config.cache_dir)
         _save_session(spath, record)
     if not kept:
         why = "nothing clearly relevant" if not chosen else "budget too small"

@@ -15,21 +15,61 @@ Other transcripts are text: turns start at a line naming the speaker (``User:``,
 ``## Assistant``, ``**Human:**``…); text before the first such line is one turn of an
 unknown speaker.
 
-Entries are read one at a time (a transcript of many megabytes is never held whole),
-each with the byte offset where it ends, so a later run can start after the last entry
-it processed.
+Entries are read one at a time, each with the byte offset where it ends, so a later run
+can start after the last entry it processed. Reading is bounded: only regular files are
+read (a FIFO, a device or a directory could be endless, and ``readline`` on ``/dev/zero``
+never returns, deaf to signals), at most :data:`MAX_TRANSCRIPT_BYTES` a run and
+:data:`MAX_ENTRY_BYTES` a line or entry (a longer one is skipped, and counted), so memory
+stays bounded and every read returns to Python often enough for Ctrl-C and SIGTERM.
+
+Everything read is redacted here, once (:func:`vaultmem.agent.redact.redact`): an entry's
+text, the tool arguments kept (:data:`TOOL_KEYS`), its session id and folder. No later
+path (chunks, prompts, titles, file names, wikilinks, handoff sections) sees raw text.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["BULLET_RE", "FENCE_RE", "Entry", "ToolUse", "is_jsonl", "read_entries"]
+from vaultmem.agent.redact import redact
+from vaultmem.errors import VaultmemError
+
+__all__ = [
+    "BULLET_RE",
+    "FENCE_RE",
+    "MAX_ENTRY_BYTES",
+    "MAX_TRANSCRIPT_BYTES",
+    "TOOL_KEYS",
+    "Entry",
+    "ToolUse",
+    "TranscriptError",
+    "check_transcript",
+    "is_jsonl",
+    "read_entries",
+]
+
+# A Claude Code session of a working day is a few to tens of MB, most of it tool output.
+MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
+# One JSONL line (a tool result holding a big file or an image) or one text turn.
+MAX_ENTRY_BYTES = 8 * 1024 * 1024
+# The tool arguments kept (what a tool touched); the rest (file contents a Write carried,
+# commands) is never read, so never has to be redacted.
+TOOL_KEYS = ("file_path", "notebook_path", "path", "pattern", "query", "url")
+_MAX_ARG = 2000
+_SKIP_BLOCK = 1 << 20
+
+
+class TranscriptError(VaultmemError):
+    """A transcript that cannot be read: not a regular file, unreadable, or too large."""
+
 
 # User turns Claude Code records that the user did not type: slash-command wrappers,
 # local command output, interruption notices.
@@ -57,21 +97,24 @@ BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 
 @dataclass(frozen=True)
 class ToolUse:
-    """One tool call of an assistant turn: its name and input (``{"file_path": …}``)."""
+    """One tool call of an assistant turn: its name and the string arguments of
+    :data:`TOOL_KEYS` it had (``{"file_path": …}``), redacted."""
 
     name: str
-    input: Mapping[str, Any] = field(default_factory=dict)
+    input: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One transcript entry.
+    """One transcript entry (its strings already redacted).
 
-    ``role``: user, assistant, system, summary (or the JSONL ``type`` of other entries).
+    ``role``: user, assistant, system, summary (or the JSONL ``type`` of other entries;
+    ``oversize`` for a JSONL line over :data:`MAX_ENTRY_BYTES`, skipped unread).
     ``text``: the prose of the entry (text blocks; never tool output or thinking).
     ``end``: the byte offset just after it. ``tool_result``: a user entry that only
     carries tool output. ``meta``: recorded by the agent, not typed by anyone
     (command wrappers, caveats). ``sidechain``: a subagent's conversation.
+    ``skipped``: bytes of it left unread for being over the cap.
     """
 
     index: int
@@ -86,6 +129,7 @@ class Entry:
     sidechain: bool = False
     tool_result: bool = False
     meta: bool = False
+    skipped: int = 0
 
     @property
     def prose(self) -> bool:
@@ -97,35 +141,123 @@ class Entry:
         )
 
 
+def _open(path: Path) -> BinaryIO:
+    """``path`` opened for reading, refused unless it is a regular file.
+
+    Opened without blocking (a FIFO with no writer would wait forever in ``open``) and
+    judged by the descriptor itself, so a file swapped for a device after a check is
+    refused too.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise TranscriptError(f"{path}: no such transcript") from None
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read the transcript: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "not a regular file"
+        )
+        raise TranscriptError(f"{path} is {kind}, not a transcript file; refusing to read it")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def check_transcript(path: Path, start: int = 0) -> int:
+    """The size of transcript ``path``; TranscriptError when it is not a regular file or
+    more than :data:`MAX_TRANSCRIPT_BYTES` follow ``start``."""
+    with _open(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+    _check_size(path, size, start)
+    return size
+
+
+def _check_size(path: Path, size: int, start: int) -> None:
+    if size - start > MAX_TRANSCRIPT_BYTES:
+        raise TranscriptError(
+            f"{path}: {size - start:,} bytes to read; one run reads at most "
+            f"{MAX_TRANSCRIPT_BYTES:,} ({MAX_TRANSCRIPT_BYTES // 2**20} MiB, "
+            "vaultmem.agent.transcript.MAX_TRANSCRIPT_BYTES)"
+        )
+
+
 def is_jsonl(path: Path) -> bool:
     """Whether ``path`` is a JSONL transcript: by extension, else by its first byte."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         return True
-    with path.open("rb") as fh:
-        head = fh.read(4096).lstrip()
+    with _open(path) as fh:
+        return _sniff_jsonl(fh)
+
+
+def _sniff_jsonl(fh: BinaryIO) -> bool:
+    head = fh.read(4096).lstrip()
     return head.startswith(b"{")
 
 
-def read_entries(path: Path, start: int = 0) -> Iterator[Entry]:
-    """The entries of the transcript at ``path`` from byte offset ``start`` on.
+def read_entries(path: Path, start: int = 0, end: int | None = None) -> Iterator[Entry]:
+    """The entries of the transcript at ``path`` from byte offset ``start`` on (to ``end``
+    when given), redacted.
 
     ``start`` must be an ``end`` of an earlier entry (or 0). A JSONL line cut short
-    (the agent is still writing it) ends the reading without being yielded.
+    (the agent is still writing it) ends the reading without being yielded. Raises
+    TranscriptError for a file that is not a regular file or too large.
     """
-    reader = _jsonl if is_jsonl(path) else _text
-    with path.open("rb") as fh:
+    with _open(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        _check_size(path, size if end is None else min(size, end), start)
+        jsonl = path.suffix.lower() in (".jsonl", ".ndjson") or _sniff_jsonl(fh)
         fh.seek(start)
-        yield from reader(fh, start)
+        stop = (
+            start + MAX_TRANSCRIPT_BYTES if end is None else min(end, start + MAX_TRANSCRIPT_BYTES)
+        )
+        lines = _lines(fh, start, stop)
+        yield from (_jsonl(lines) if jsonl else _text(lines, start))
+
+
+def _lines(fh: BinaryIO, offset: int, stop: int) -> Iterator[tuple[bytes, int, int]]:
+    """(line, offset after it, bytes skipped) up to ``stop``: a line over
+    :data:`MAX_ENTRY_BYTES` comes back empty with its length as skipped; a last line
+    without its newline (cut by ``stop`` or still being written) comes back as read."""
+    while offset < stop:
+        raw = fh.readline(min(MAX_ENTRY_BYTES + 1, stop - offset))
+        if not raw:
+            return
+        offset += len(raw)
+        if len(raw) <= MAX_ENTRY_BYTES or raw.endswith(b"\n"):
+            yield raw, offset, 0
+            continue
+        skipped = len(raw)
+        while offset < stop:  # read past the rest of the line, a block at a time
+            rest = fh.readline(min(_SKIP_BLOCK, stop - offset))
+            if not rest:
+                return  # no end of line yet: the line is still being written
+            offset += len(rest)
+            skipped += len(rest)
+            if rest.endswith(b"\n"):
+                yield b"", offset, skipped
+                break
 
 
 # --------------------------------------------------------------------------- JSONL
 
 
-def _jsonl(fh: BinaryIO, offset: int) -> Iterator[Entry]:
+def _jsonl(lines: Iterator[tuple[bytes, int, int]]) -> Iterator[Entry]:
     index = 0
-    for raw in iter(fh.readline, b""):
-        offset += len(raw)
+    for raw, offset, skipped in lines:
         index += 1
+        if skipped:
+            yield Entry(index=index, end=offset, role="oversize", meta=True, skipped=skipped)
+            continue
         try:
             obj = json.loads(raw)
         except ValueError:
@@ -141,16 +273,16 @@ def _claude_entry(obj: Mapping[str, Any], index: int, end: int) -> Entry:
     common: dict[str, Any] = {
         "index": index,
         "end": end,
-        "uuid": _str(obj.get("uuid") or obj.get("leafUuid")),
-        "timestamp": _str(obj.get("timestamp")),
-        "session": _str(obj.get("sessionId")),
-        "cwd": _str(obj.get("cwd")),
+        "uuid": _redacted(obj.get("uuid") or obj.get("leafUuid")),
+        "timestamp": _redacted(obj.get("timestamp")),
+        "session": _redacted(obj.get("sessionId")),
+        "cwd": _redacted(obj.get("cwd")),
         "sidechain": bool(obj.get("isSidechain")),
     }
     if kind == "summary":
-        return Entry(role="summary", text=_str(obj.get("summary")) or "", **common)
+        return Entry(role="summary", text=_redacted(obj.get("summary")) or "", **common)
     if kind == "system":
-        return Entry(role="system", text=_str(obj.get("content")) or "", meta=True, **common)
+        return Entry(role="system", text=_redacted(obj.get("content")) or "", meta=True, **common)
     message = obj.get("message")
     if kind not in ("user", "assistant") or not isinstance(message, Mapping):
         return Entry(role=kind or "other", **common)
@@ -159,7 +291,7 @@ def _claude_entry(obj: Mapping[str, Any], index: int, end: int) -> Entry:
     meta = bool(obj.get("isMeta")) or (kind == "user" and text.lstrip().startswith(_NOISE_PREFIXES))
     return Entry(
         role=kind,
-        text=text,
+        text=redact(text),
         tools=tuple(tools),
         tool_result=results and not text.strip(),
         meta=meta,
@@ -182,39 +314,52 @@ def _blocks(content: Any) -> tuple[list[str], list[ToolUse], bool]:
             texts.append(block["text"])
         elif kind == "tool_use":
             raw = block.get("input")
-            tools.append(
-                ToolUse(str(block.get("name") or ""), raw if isinstance(raw, dict) else {})
-            )
+            args = raw if isinstance(raw, Mapping) else {}
+            kept = {k: _short(v[:_MAX_ARG]) for k in TOOL_KEYS if isinstance(v := args.get(k), str)}
+            tools.append(ToolUse(_short(str(block.get("name") or "")[:_MAX_ARG]), kept))
         elif kind == "tool_result":
             results = True
         # thinking, redacted_thinking, image: private reasoning or pixels, not memories
     return texts, tools, results
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+def _redacted(value: Any) -> str | None:
+    return _short(value[:_MAX_ARG]) if isinstance(value, str) else None
+
+
+@lru_cache(maxsize=4096)
+def _short(value: str) -> str:
+    # Session ids, folders, tool names and paths repeat on every entry.
+    return redact(value)
 
 
 # --------------------------------------------------------------------------- text
 
 
-def _text(fh: BinaryIO, offset: int) -> Iterator[Entry]:
+def _text(lines: Iterator[tuple[bytes, int, int]], offset: int) -> Iterator[Entry]:
     role, index = "unknown", 0
-    lines: list[str] = []
-    for raw in iter(fh.readline, b""):
+    turn: list[str] = []
+    size = skipped = 0
+    for raw, end, over in lines:
         line = raw.decode("utf-8", errors="replace")
-        match = _SPEAKER_RE.match(line.rstrip("\r\n"))
+        match = _SPEAKER_RE.match(line.rstrip("\r\n")) if not over else None
         if match:
-            if any(s.strip() for s in lines):
+            if any(s.strip() for s in turn):
                 index += 1
-                yield Entry(index=index, end=offset, role=role, text="".join(lines).strip())
+                text = redact("".join(turn).strip())
+                yield Entry(index=index, end=offset, role=role, text=text, skipped=skipped)
             role = _ROLES.get(match.group(1).lower(), "assistant")
-            lines = [match.group(2) + "\n"] if match.group(2).strip() else []
+            turn = [match.group(2) + "\n"] if match.group(2).strip() else []
+            size, skipped = len(raw), 0
+        elif over or size + len(raw) > MAX_ENTRY_BYTES:
+            skipped += over or len(raw)  # a turn keeps its first MAX_ENTRY_BYTES
         else:
-            lines.append(line)
-        offset += len(raw)
-    if any(s.strip() for s in lines):
-        yield Entry(index=index + 1, end=offset, role=role, text="".join(lines).strip())
+            turn.append(line)
+            size += len(raw)
+        offset = end
+    if any(s.strip() for s in turn):
+        text = redact("".join(turn).strip())
+        yield Entry(index=index + 1, end=offset, role=role, text=text, skipped=skipped)
 
 
 # --------------------------------------------------------------------------- state
@@ -227,8 +372,10 @@ class TranscriptState:
     ``offset``: the end of the last entry `extract` processed; it counts only while the
     file's first ``offset`` bytes still hash to ``prefix_sha256`` (a rewritten
     transcript is read again from the start). ``notes``: the notes `extract` wrote or
-    reinforced from it (a handoff links to them). ``handoff``/``handoff_size``: the
-    last handoff written and the transcript size it covered.
+    reinforced from it (a handoff links to them). ``handoff``, ``handoff_size`` and
+    ``handoff_sha256``: the last handoff written, and the size and SHA-256 of the
+    transcript it covered (the note holds the hash too, as ``transcript_sha256``).
+    The two parts are judged apart: one command's record never voids the other's.
     """
 
     offset: int = 0
@@ -237,6 +384,7 @@ class TranscriptState:
     notes: tuple[str, ...] = ()
     handoff: str | None = None
     handoff_size: int = -1
+    handoff_sha256: str = ""
 
     def as_json(self) -> dict[str, Any]:
         """The state file's content."""
@@ -247,6 +395,7 @@ class TranscriptState:
             "notes": list(self.notes),
             "handoff": self.handoff,
             "handoff_size": self.handoff_size,
+            "handoff_sha256": self.handoff_sha256,
         }
 
 
@@ -264,7 +413,7 @@ def prefix_hash(path: Path, size: int) -> str:
 
     digest = hashlib.sha256()
     left = size
-    with path.open("rb") as fh:
+    with _open(path) as fh:
         while left > 0:
             block = fh.read(min(left, 1 << 20))
             if not block:
@@ -275,8 +424,9 @@ def prefix_hash(path: Path, size: int) -> str:
 
 
 def load_state(cache_dir: Path, transcript: Path) -> TranscriptState:
-    """The saved state of ``transcript``; a fresh one when none is saved or it no longer
-    matches the file (its processed prefix changed)."""
+    """The saved state of ``transcript``; fresh where none is saved. The `extract` part
+    starts over when the processed prefix of the file changed (the handoff part stays:
+    `handoff` compares its own size and hash)."""
     try:
         data = json.loads(state_path(cache_dir, transcript).read_text("utf-8"))
         state = TranscriptState(
@@ -286,12 +436,15 @@ def load_state(cache_dir: Path, transcript: Path) -> TranscriptState:
             notes=tuple(str(n) for n in data.get("notes", [])),
             handoff=data.get("handoff"),
             handoff_size=int(data.get("handoff_size", -1)),
+            handoff_sha256=str(data.get("handoff_sha256") or ""),
         )
     except (OSError, ValueError, TypeError, AttributeError):
         return TranscriptState()
-    size = transcript.stat().st_size
+    if state.offset == 0:
+        return state  # nothing read yet: no prefix to compare (a handoff-only record)
+    size = check_transcript(transcript)
     if state.offset > size or prefix_hash(transcript, state.offset) != state.prefix_sha256:
-        return TranscriptState()
+        return replace(state, offset=0, prefix_sha256="", last_uuid=None, notes=())
     return state
 
 

@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from vaultmem.config import Config
     from vaultmem.inference.llm import LLMClient
 
+# Only existence is checked here: what else makes a transcript (a regular file, not a
+# FIFO, device or directory; not too large) is judged where it is read
+# (vaultmem.agent.transcript), one line and exit 1 for every front end.
 TRANSCRIPT = typer.Argument(
     ...,
-    help="A session transcript: Claude Code JSONL, or plain text / markdown.",
+    help="A session transcript: Claude Code JSONL, or plain text / markdown (a regular file).",
     exists=True,
-    dir_okay=False,
-    readable=True,
 )
 
 
@@ -49,8 +50,9 @@ def extract(
     endpoint configured the model finds the memories (one JSON request per chunk of
     about 6,000 characters); without one, phrase rules do ("we decided", "let's go
     with", "instead of ... because", "don't ... again", "always", "never", "prefer").
-    Secrets (API keys, tokens, passwords, private keys, connection strings) are redacted
-    before anything is sent or written. Every memory goes through remember: duplicates
+    Secrets (API keys and tokens, passwords in URLs, flags and key=value pairs, private
+    key blocks) are redacted as the transcript is read, before anything is sent or
+    written. Every memory goes through remember: duplicates
     reinforce the note that holds them, near duplicates refine it.
 
     Example:

@@ -24,6 +24,13 @@ SCOPE = typer.Option(
     "local: .claude/settings.local.json (both under the working folder).",
 )
 CLAUDE = typer.Option(False, "--claude", help="Claude Code's settings (the only agent today).")
+MCP = typer.Option(
+    None,
+    "--mcp",
+    metavar="stdio|http",
+    help="Also register vaultmem's MCP server with Claude Code for the scope: stdio (Claude "
+    "Code starts `vaultmem mcp`) or http (the running `serve`'s /mcp, with the token).",
+)
 
 
 @app.command()
@@ -150,6 +157,7 @@ def install(
     vault: str = typer.Option(
         None, "--vault", help="The vault the hooks use (else the global one)."
     ),
+    mcp: str = MCP,
 ) -> None:
     """Merge vaultmem's hooks into Claude Code's settings for one scope.
 
@@ -158,32 +166,93 @@ def install(
     and every other tool's hooks are kept; running it again changes nothing; the file
     is backed up to settings.json.vaultmem-backup before vaultmem first changes it.
 
+    --mcp also registers the MCP server as "vaultmem" in Claude Code's MCP config for
+    the scope (user: ~/.claude.json; local: its entry for the working folder; project:
+    .mcp.json, shared in git), with the same care. stdio needs no token. http points at
+    the running server's /mcp (else http://127.0.0.1:8765/mcp) with "Authorization:
+    Bearer <the vault's token>", written only into a file no other user can read;
+    .mcp.json gets "Bearer ${VAULTMEM_SERVE_TOKEN}" instead (export it from `vaultmem
+    serve token` where Claude Code starts). --dry-run shows the token as ***.
+
     Example:
         vaultmem --vault ~/notes hooks install --claude --dry-run
+        vaultmem --vault ~/notes hooks install --claude --mcp stdio
     """
     from vaultmem.agent import claude_settings
     from vaultmem.errors import ConfigError
 
     if not claude:
         raise ConfigError("name the agent: --claude (Claude Code is the only one today)")
+    if mcp is not None and mcp not in claude_settings.MCP_TRANSPORTS:
+        raise typer.BadParameter(f"{mcp!r}: choose stdio or http", param_hint="--mcp")
     if vault:
         ctx.find_root().obj["vault"] = vault
-    target = load_config(ctx).vault
+    config = load_config(ctx)
+    target = config.vault
     start = launcher()
 
     def command(event: str) -> str:
         return claude_settings.hook_command(start, target, event)
 
     change = claude_settings.plan(_path(scope), lambda s: claude_settings.with_vaultmem(s, command))
+    mcp_change = _mcp_change(config, scope, mcp, start) if mcp else None
     _write(change, dry_run, "installed vaultmem hooks in")
+    if mcp_change is not None:
+        _write(mcp_change, dry_run, f"registered vaultmem's MCP server ({mcp}) in")
+        if mcp == "http" and claude_settings.mcp_location(scope, **_around()).shared:
+            typer.echo(
+                f"note: {mcp_change.path} sends {claude_settings.TOKEN_REFERENCE}: export "
+                'VAULTMEM_SERVE_TOKEN="$(vaultmem serve token)" where Claude Code starts'
+            )
+
+
+def _around() -> dict[str, Path]:
+    return {"home": Path.home(), "cwd": Path.cwd()}
+
+
+def _mcp_change(config: Any, scope: str, transport: str, start: list[str]) -> Any:
+    """The planned change to the scope's MCP config (the token never in a shared file,
+    nor in one another user may read)."""
+    from vaultmem.agent import claude_settings
+    from vaultmem.errors import ConfigError
+
+    where = claude_settings.mcp_location(scope, **_around())
+    if transport == "stdio":
+        entry = claude_settings.stdio_server(start, config.vault)
+        return claude_settings.plan(
+            where.path, lambda s: claude_settings.with_mcp(s, where.keys, entry)
+        )
+    from vaultmem.servers.auth import TOKEN_ENV, server_auth
+    from vaultmem.servers.serve import MCP_PATH, running
+
+    found = running(config.cache_dir)
+    url = (found.url if found else "http://127.0.0.1:8765") + MCP_PATH
+    hidden: tuple[str, ...] = ()
+    if where.shared:
+        token = claude_settings.TOKEN_REFERENCE
+    else:
+        problem = claude_settings.private_problem(where.path)
+        if problem:
+            raise ConfigError(f"not writing the token: {problem} (or use --mcp stdio)")
+        given = os.environ.get(TOKEN_ENV) or None
+        token = server_auth(config.cache_dir, given=given, no_auth=False).token or ""
+        hidden = (token,)
+    entry = claude_settings.http_server(url, token)
+    return claude_settings.plan(
+        where.path,
+        lambda s: claude_settings.with_mcp(s, where.keys, entry),
+        mode=0o600,
+        hidden=hidden,
+    )
 
 
 @hooks_app.command()
 def uninstall(claude: bool = CLAUDE, scope: str = SCOPE, dry_run: bool = DRY_RUN) -> None:
-    """Remove vaultmem's hooks from one scope's Claude Code settings, and nothing else.
+    """Remove vaultmem's hooks (and its MCP server entry) from one scope, and nothing else.
 
     Handlers whose command runs `vaultmem … hook EVENT` go; a matcher group, event list
     or "hooks" object left empty by that goes too; other keys and hooks stay as they are.
+    The "vaultmem" entry of the scope's MCP config (see `hooks install --mcp`) goes too.
 
     Example:
         vaultmem hooks uninstall --claude --scope project
@@ -192,14 +261,20 @@ def uninstall(claude: bool = CLAUDE, scope: str = SCOPE, dry_run: bool = DRY_RUN
 
     change = claude_settings.plan(_path(scope), claude_settings.without_vaultmem)
     _write(change, dry_run, "removed vaultmem hooks from")
+    where = claude_settings.mcp_location(scope, **_around())
+    _text, settings = claude_settings.read_settings(where.path)
+    if claude_settings.installed_mcp(settings, where.keys) is not None:
+        mcp = claude_settings.plan(where.path, lambda s: claude_settings.without_mcp(s, where.keys))
+        _write(mcp, dry_run, "removed vaultmem's MCP server from")
 
 
 @hooks_app.command()
 def status(claude: bool = CLAUDE) -> None:
-    """Say which Claude Code scopes have vaultmem hooks and whether their command runs.
+    """Say which Claude Code scopes have vaultmem hooks and whether their command runs,
+    and which register vaultmem's MCP server.
 
     One line per scope: the settings file, the events wired to vaultmem, and whether the
-    executable and the vault in the command exist.
+    executable and the vault in the command exist; then one line per MCP entry.
 
     Example:
         vaultmem hooks status
@@ -220,6 +295,21 @@ def status(claude: bool = CLAUDE) -> None:
             continue
         checks = sorted({_check(command) for command in ours.values()})
         typer.echo(f"{scope}: {path}: {', '.join(ours)}; {'; '.join(checks)}")
+    for scope in claude_settings.SCOPES:
+        where = claude_settings.mcp_location(scope, **_around())
+        try:
+            entry = claude_settings.installed_mcp(
+                claude_settings.read_settings(where.path)[1], where.keys
+            )
+        except ConfigError as exc:
+            typer.echo(f"{scope} MCP: {exc}")
+            continue
+        if entry is not None:
+            args = entry.get("args")
+            words = [str(entry.get("command", "?")), *(args if isinstance(args, list) else [])]
+            target = entry.get("url") or shlex.join(str(w) for w in words)
+            kind = entry.get("type", "stdio")
+            typer.echo(f"{scope} MCP: {where.path}: vaultmem ({kind}, {target})")
 
 
 def _check(command: str) -> str:

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from vaultmem.cli import app, clock, load_config
-from vaultmem.cli.options import HOST, TOKEN
+from vaultmem.cli.options import HOST, NO_AUTH, TOKEN
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
 
     from vaultmem.api import OpenVault
+    from vaultmem.servers.auth import ServerAuth
 
 
 @app.command()
@@ -38,6 +39,7 @@ def mcp(
         8766, "--port", min=1, max=65535, metavar="N", help="Port to bind with --http."
     ),
     token: str = TOKEN,
+    no_auth: bool = NO_AUTH,
 ) -> None:
     """Serve the vault to agents over MCP (stdio, or streamable HTTP with --http).
 
@@ -45,26 +47,33 @@ def mcp(
     links, status; every note is a resource at vault://PATH. The server keeps the
     keyword index, the vector store and the embedding model open, and notices when
     another process re-indexes. Over stdio nothing but protocol is written to stdout;
-    warnings go to stderr. --http binds 127.0.0.1 unless --host says otherwise, and any
-    other address needs --token. Stops on end of input, Ctrl-C or SIGTERM (exit 0).
+    warnings go to stderr. --http binds 127.0.0.1 unless --host says otherwise, and every
+    request carries "Authorization: Bearer TOKEN", on loopback too: the vault's own token
+    (`vaultmem serve token`) unless --token names one; --no-auth serves without, on
+    loopback only. Stops on end of input, Ctrl-C or SIGTERM (exit 0).
 
     Example:
         vaultmem --vault ~/notes mcp
         claude mcp add vaultmem -- vaultmem --vault ~/notes mcp
+        vaultmem --vault ~/notes hooks install --claude --mcp stdio
         vaultmem --vault ~/notes mcp --http --port 8766
     """
     from vaultmem.api import OpenVault
 
+    config = load_config(ctx)
+    auth = None
     if http:
+        from vaultmem.servers.auth import server_auth
         from vaultmem.servers.rest import check_bind
 
-        check_bind(host, token)
+        auth = server_auth(config.cache_dir, given=token, no_auth=no_auth)
+        check_bind(host, auth.token)
     with _stdout_to_stderr():
-        vault = OpenVault(load_config(ctx), warm=True)
+        vault = OpenVault(config, warm=True)
         server = _build(vault)
     try:
-        if http:
-            _serve_http(server, host, port, token)
+        if auth is not None:
+            _serve_http(server, host, port, auth)
         else:
             _serve_stdio(server)
     except KeyboardInterrupt:  # SIGINT, or SIGTERM (Terminated): the way a server ends
@@ -94,19 +103,21 @@ def _serve_stdio(server: MCPServer) -> None:
     server.run("stdio")
 
 
-def _serve_http(server: MCPServer, host: str, port: int, token: str | None) -> None:
+def _serve_http(server: MCPServer, host: str, port: int, auth: ServerAuth) -> None:
     import uvicorn
 
+    from vaultmem.servers.auth import describe
     from vaultmem.servers.mcp import http_app
     from vaultmem.servers.rest import MAX_BODY, Guard, default_allowed_hosts
 
     guarded = Guard(
         http_app(server, host=host),
-        token=token,
+        token=auth.token,
         allowed_hosts=default_allowed_hosts(host, port),
         max_body=MAX_BODY,
     )
     typer.echo(f"serving MCP on http://{host}:{port}/mcp (Ctrl-C to stop)", err=True)
+    typer.echo(f"clients authenticate with {describe(auth.source)}", err=True)
     uvicorn.run(guarded, host=host, port=port, log_level="warning")
 
 

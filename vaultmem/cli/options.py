@@ -23,9 +23,11 @@ NOTES = typer.Argument(..., metavar="NOTE...", help="Notes by path, title, alias
 NOTE = typer.Argument(
     ..., metavar="NOTE", help="Path, title, alias or file name of the note.", show_default=False
 )
-# The servers' (`serve`, `mcp --http`): where to listen, and the token off loopback.
+# The servers' (`serve`, `mcp --http`): where to listen, and the token every request
+# carries (vaultmem.servers.auth): the vault's own unless --token names one or --no-auth
+# asks for none.
 HOST = typer.Option(
-    "127.0.0.1", "--host", metavar="HOST", help="Address to bind (off loopback: --token)."
+    "127.0.0.1", "--host", metavar="HOST", help="Address to bind (127.0.0.1: this machine)."
 )
 TOKEN = typer.Option(
     None,
@@ -33,7 +35,14 @@ TOKEN = typer.Option(
     envvar="VAULTMEM_SERVE_TOKEN",
     metavar="TOKEN",
     show_default=False,
-    help="Bearer token every request must carry (needed off loopback).",
+    help="Bearer token every request must carry (default: the vault's own, in "
+    "<cache>/server.token; `vaultmem serve token` prints it).",
+)
+NO_AUTH = typer.Option(
+    False,
+    "--no-auth",
+    help="Require no token: any user of this machine may then read and write the vault "
+    "through it. Loopback only.",
 )
 
 _FILTERS: list[tuple[str, Any]] = [

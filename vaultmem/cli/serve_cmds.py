@@ -1,4 +1,5 @@
-"""`serve`, `serve stop`, `serve status`: the long-lived server (:mod:`vaultmem.servers.serve`)."""
+"""`serve`, `serve stop`, `serve status`, `serve token`: the long-lived server
+(:mod:`vaultmem.servers.serve`) and its token (:mod:`vaultmem.servers.auth`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import typer
 
 from vaultmem.cli import app, load_config
+from vaultmem.cli.options import HOST, NO_AUTH, TOKEN
 
 STOP_TIMEOUT_S = 15.0
 START_TIMEOUT_S = 60.0
@@ -33,20 +35,12 @@ app.add_typer(serve_app, name="serve")
 @serve_app.callback(invoke_without_command=True)
 def serve(
     ctx: typer.Context,
-    host: str = typer.Option(
-        "127.0.0.1", "--host", metavar="HOST", help="Address to bind (off loopback: --token)."
-    ),
+    host: str = HOST,
     port: int = typer.Option(
         8765, "--port", min=0, max=65535, metavar="N", help="Port to bind (0: any free one)."
     ),
-    token: str = typer.Option(
-        None,
-        "--token",
-        envvar="VAULTMEM_SERVE_TOKEN",
-        metavar="TOKEN",
-        show_default=False,
-        help="Bearer token every REST and MCP request must carry (needed off loopback).",
-    ),
+    token: str = TOKEN,
+    no_auth: bool = NO_AUTH,
     watch: bool = typer.Option(False, "--watch", help="Index changed notes as they are saved."),
     background: bool = typer.Option(
         False, "--background", help="Start detached, print its URL and pid once it answers."
@@ -62,22 +56,36 @@ def serve(
     output and exit code, without the start-up cost); set VAULTMEM_NO_SERVER=1 to run
     them in process anyway. Index changes made by other processes are picked up on the
     next request; --watch also indexes notes as they are saved. Binds 127.0.0.1 unless
-    --host says otherwise; any other address needs --token. One server per vault;
-    Ctrl-C or SIGTERM stops it (exit 0). Its log is <cache>/server.log with --background.
+    --host says otherwise. Every REST and MCP request but /v1/health carries
+    "Authorization: Bearer TOKEN", on loopback too (another user of the machine can
+    reach 127.0.0.1): the vault's own token, made on first use in <cache>/server.token
+    (0600; `vaultmem serve token` prints it), unless --token names one; --no-auth serves
+    without, on loopback only. The CLI's socket needs no token: only this user can
+    connect to it. One server per vault; Ctrl-C or SIGTERM stops it (exit 0), and so
+    does removing its cache. Its log is <cache>/server.log with --background.
 
     Example:
         vaultmem --vault ~/notes serve --background --watch
-        vaultmem --vault ~/notes serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+        curl -H "Authorization: Bearer $(vaultmem serve token)" http://127.0.0.1:8765/v1/status
     """
     if ctx.invoked_subcommand is not None:
         return
+    from vaultmem.servers.auth import server_auth
     from vaultmem.servers.rest import check_bind
     from vaultmem.servers.serve import ServeOptions
 
     config = load_config(ctx)
-    check_bind(host, token)
+    auth = server_auth(config.cache_dir, given=token, no_auth=no_auth)
+    check_bind(host, auth.token)
     delay = float(os.environ.get(DELAY_ENV) or 0)
-    options = ServeOptions(host=host, port=port, token=token, watch=watch, forward_delay=delay)
+    options = ServeOptions(
+        host=host,
+        port=port,
+        token=auth.token,
+        auth=auth.source,
+        watch=watch,
+        forward_delay=delay,
+    )
     if background:
         _start_background(ctx, config, options, json_out)
     else:
@@ -96,8 +104,11 @@ def _serve_here(config: Any, options: Any) -> None:
         err.flush()
 
     def ready(found: Any) -> None:
+        from vaultmem.servers.auth import describe
+
         where = f", socket {found.socket}" if found.socket else ", no CLI socket"
         log(f"serving {found.vault} at {found.url} (pid {found.pid}{where})")
+        log(f"clients authenticate with {describe(found.auth)}")
 
     serve(config, options, log=log, on_ready=ready)
     log("stopped")
@@ -107,18 +118,20 @@ def _start_background(ctx: typer.Context, config: Any, options: Any, json_out: b
     """Start `serve` detached (own session, log in the cache) and wait until it answers."""
     from vaultmem.cli import root_args
     from vaultmem.servers.serve import LOG_NAME, running, server_running
+    from vaultmem.vault import make_cache
 
     if running(config.cache_dir) is not None:
         raise server_running(config.cache_dir)
     args = [sys.executable, "-m", "vaultmem", *root_args(ctx, config), "serve"]
     args += ["--host", options.host, "--port", str(options.port)]
     args += ["--watch"] if options.watch else []
+    args += ["--no-auth"] if options.auth == "none" else []
     env = dict(os.environ)
-    if options.token:
+    if options.auth == "given":
         env["VAULTMEM_SERVE_TOKEN"] = options.token  # not in argv: `ps` shows argv
-    config.cache_dir.mkdir(parents=True, exist_ok=True)
+    make_cache(config.cache_dir)
     log_path = config.cache_dir / LOG_NAME
-    with open(log_path, "ab") as log:
+    with _open_log(log_path) as log:
         child = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
@@ -132,7 +145,27 @@ def _start_background(ctx: typer.Context, config: Any, options: Any, json_out: b
     if json_out:
         typer.echo(json.dumps(found.as_json()))
     else:
+        from vaultmem.servers.auth import describe
+
         typer.echo(f"serving {found.vault} at {found.url} (pid {found.pid}; log: {log_path})")
+        typer.echo(f"clients authenticate with {describe(found.auth)}")
+
+
+def _open_log(path: Path) -> Any:
+    """The server log, opened to append without following a link planted in its place,
+    private to this user (it names the notes the server touched)."""
+    from vaultmem.errors import VaultmemError
+
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise VaultmemError(f"cannot open {path}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if info.st_uid != os.getuid():
+        os.close(fd)
+        raise VaultmemError(f"refusing {path}: it is owned by uid {info.st_uid}; remove it")
+    return os.fdopen(fd, "ab")
 
 
 def _wait_started(cache_dir: Path, child: subprocess.Popen[bytes], log_path: Path) -> Any:
@@ -163,17 +196,18 @@ def stop(ctx: typer.Context, json_out: bool = JSON_OUT) -> None:
     """Stop the vault's server (SIGTERM) and wait until it has exited.
 
     Prints "stopped pid N", or "not running" (exit 0 either way); exit 1 when it did not
-    exit within 15 seconds.
+    exit within 15 seconds. An advertisement the server cannot prove is its own (another
+    user's file, a pid that does not hold the lock) is never acted on: one warning.
 
     Example:
         vaultmem --vault ~/notes serve stop
     """
     from vaultmem.errors import VaultmemError
-    from vaultmem.servers.serve import running, serving
+    from vaultmem.servers.serve import serving
     from vaultmem.vault import pid_alive
 
     config = load_config(ctx)
-    found = running(config.cache_dir)
+    found = _advertised(config.cache_dir)
     if found is None:
         _say(json_out, {"running": False, "stopped": None}, "not running")
         return
@@ -189,23 +223,61 @@ def stop(ctx: typer.Context, json_out: bool = JSON_OUT) -> None:
 
 @serve_app.command()
 def status(ctx: typer.Context, json_out: bool = JSON_OUT) -> None:
-    """Say whether a server runs for the vault: its URL, pid, socket and start time.
+    """Say whether a server runs for the vault: its URL, pid, socket, start time, and how
+    clients authenticate.
 
     Exit 0 when one runs, 1 when none does.
 
     Example:
         vaultmem --vault ~/notes serve status --json
     """
-    from vaultmem.servers.serve import running
+    from vaultmem.servers.auth import describe
 
     config = load_config(ctx)
-    found = running(config.cache_dir)
+    found = _advertised(config.cache_dir)
     if found is None:
         _say(json_out, {"running": False}, "not running")
         raise typer.Exit(1)
     where = f", socket {found.socket}" if found.socket else ""
     text = f"running: {found.url} (pid {found.pid}{where}, since {found.started})"
+    text += f"\nclients authenticate with {describe(found.auth)}"
     _say(json_out, {"running": True, **found.as_json()}, text)
+
+
+@serve_app.command("token")
+def show_token(ctx: typer.Context) -> None:
+    """Print the vault's server token (made now when there is none yet), for curl or an
+    MCP client's Authorization header.
+
+    The token lives in <cache>/server.token (0600); it is refused when another user owns
+    it or may read it. A server started with --token or VAULTMEM_SERVE_TOKEN uses that
+    one instead (a warning says so).
+
+    Example:
+        curl -H "Authorization: Bearer $(vaultmem serve token)" http://127.0.0.1:8765/v1/status
+    """
+    from vaultmem.servers.auth import describe, vault_token
+    from vaultmem.servers.serve import running
+
+    config = load_config(ctx)
+    typer.echo(vault_token(config.cache_dir))
+    found = running(config.cache_dir)
+    if found is not None and found.auth != "vault":
+        typer.echo(f"vaultmem: warning: the running server uses {describe(found.auth)}", err=True)
+
+
+def _advertised(cache_dir: Path) -> Any:
+    """The running server, or None; one warning when an advertisement is ignored."""
+    from vaultmem.client import ADVERTISEMENT, shown
+    from vaultmem.servers.serve import advertised
+
+    found, problem = advertised(cache_dir)
+    if problem:
+        where = shown(str(cache_dir / ADVERTISEMENT))
+        typer.echo(
+            f"vaultmem: warning: ignoring the server advertised in {where}: {problem}", err=True
+        )
+    return found
 
 
 def _say(json_out: bool, data: dict[str, object], text: str) -> None:

@@ -26,6 +26,7 @@ from vaultmem.index.manifest import Entry, memory_keys
 from vaultmem.index.whoosh_light import light_imports
 from vaultmem.markdown import expand_tag
 from vaultmem.model import HIDDEN_STATUSES, Filters
+from vaultmem.vault import make_cache
 
 with light_imports():
     from whoosh import index as windex
@@ -363,7 +364,8 @@ class LexicalIndex:
     def create(cls, directory: Path) -> LexicalIndex:
         """A new, empty index in ``directory`` (whatever was there is deleted)."""
         shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True, exist_ok=True)
+        make_cache(directory.parent)
+        directory.mkdir(exist_ok=True)
         return cls(windex.create_in(str(directory), _schema()), directory)
 
     def doc_count(self) -> int:

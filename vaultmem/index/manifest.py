@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from vaultmem.errors import IndexStateError
 from vaultmem.frontmatter import OWNED_KEYS
 from vaultmem.note import Note, iso
-from vaultmem.vault import FileStat
+from vaultmem.vault import FileStat, make_cache
 
 T = TypeVar("T")
 SCHEMA = 5  # 5: the links column (the link graph is built from it)
@@ -423,7 +423,7 @@ def open_writer(cache_dir: Path) -> tuple[Store, str]:
     so in one line (else it is ""). A manifest of another schema is emptied silently:
     the keyword index is rebuilt either way.
     """
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    make_cache(cache_dir)
     path = cache_dir / FILE_NAME
     healed = ""
     try:

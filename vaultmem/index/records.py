@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,10 +22,16 @@ from vaultmem.config import Config
 from vaultmem.fragments import Fragment, fragments
 from vaultmem.index import manifest as mf
 from vaultmem.note import Note
+from vaultmem.vault import make_cache, vault_lock
 
 FRAGMENTS_FILE = "fragments.json"
+# Held only while ``fragments.json`` is read, merged and replaced: by a write that
+# re-links its notes' fragments and by the embed sweep's final save, so neither loses
+# what the other wrote meanwhile.
+FRAGMENTS_LOCK = "fragments.lock"
 RECORDS_DIR = "vectors"
 CHROMA_DIR = "chroma"
+STORE_DATABASE = "chroma.sqlite3"  # the embedded store's database, inside CHROMA_DIR
 # Written into the embedded store when vaultmem creates it, and into each vector record:
 # a record names the store it describes, so one of a deleted or replaced store is void.
 STORE_MARK = "vaultmem-store.id"
@@ -99,12 +105,8 @@ class FragmentCache:
 
     def put(self, content_hash: str, frags: Iterable[Fragment]) -> list[FragmentRef]:
         """Remember a note's fragments; returns their refs."""
-        refs = [
-            FragmentRef(f.hash, f.start_line, f.end_line, " > ".join(f.heading_path)) for f in frags
-        ]
-        self._data[self._key(content_hash)] = [
-            [r.hash, r.start_line, r.end_line, r.heading] for r in refs
-        ]
+        refs = _refs(frags)
+        self._data[self._key(content_hash)] = _rows(refs)
         return refs
 
     def prune(self, content_hashes: Iterable[str]) -> None:
@@ -116,6 +118,120 @@ class FragmentCache:
     def save(self) -> None:
         """Write the cache atomically."""
         atomic_write(self.path, json.dumps(self._data, separators=(",", ":")).encode())
+
+    def save_merged(self, live: Callable[[], Iterable[str]], timeout: float) -> None:
+        """Write the cache, keeping what writes re-linked since it was loaded.
+
+        Under the fragments lock, this size's rows are laid over what the file holds now
+        (other sizes are other sweeps' business: kept as they are on disk), then this size
+        is pruned to ``live()``: the content hashes indexed at this moment (a note
+        touched during the sweep has a new one).
+        """
+        prefix = f"{self.max_chars}:"
+        mine = {key: rows for key, rows in self._data.items() if key.startswith(prefix)}
+        with vault_lock(self.path.parent, timeout=timeout, what="embed", name=FRAGMENTS_LOCK):
+            self._data = {**_read_data(self.path), **mine}
+            self.prune(live())
+            self.save()
+
+
+def _read_data(path: Path) -> dict[str, list[list[object]]]:
+    """The rows of ``fragments.json`` ({} when it is missing or unusable: only a cache)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _refs(frags: Iterable[Fragment]) -> list[FragmentRef]:
+    return [
+        FragmentRef(f.hash, f.start_line, f.end_line, " > ".join(f.heading_path)) for f in frags
+    ]
+
+
+def _rows(refs: Iterable[FragmentRef]) -> list[list[object]]:
+    """Refs as ``fragments.json`` stores them."""
+    return [[r.hash, r.start_line, r.end_line, r.heading] for r in refs]
+
+
+class FragmentRelink:
+    """The fragments of notes a write re-indexed, filed under their new content hash.
+
+    ``fragments.json`` is keyed by a note's whole content, so any write (a touch, a pin,
+    a link) files the note under a key the cache lacks, and the note would have no
+    vectors until the next `embed`. Vectors are keyed by fragment text, though: a
+    fragment whose text the write left alone keeps its vector once the note's new
+    content names it. So each re-indexed note is split again at every fragment size the
+    cache holds (one per embedder that swept the vault: no model is needed) and filed
+    under its new hash; a changed fragment gets a hash no vector has yet, and `embed`
+    embeds only that. Nothing is embedded here.
+
+    A vault never swept has no cache, and then this does nothing at all.
+    """
+
+    def __init__(self, cache_dir: Path) -> None:
+        """Nothing is read until a note is filed (an `index` that changes nothing reads
+        no cache)."""
+        self._path = cache_dir / FRAGMENTS_FILE
+        self._loaded: tuple[tuple[int, int, int] | None, dict[str, list[list[object]]]] | None
+        self._loaded = None
+        self._sizes: list[int] = []
+        self._rows: dict[str, list[list[object]]] = {}
+
+    def sizes(self) -> list[int]:
+        """The fragment sizes the cache holds notes of, read once (no lock: a read)."""
+        if self._loaded is None:
+            stamp = _file_stamp(self._path)
+            self._loaded = (stamp, _read_data(self._path) if stamp is not None else {})
+            found = {key.partition(":")[0] for key in self._loaded[1]}
+            self._sizes = sorted(int(size) for size in found if size.isdigit())
+        return self._sizes
+
+    def add(self, note: Note) -> None:
+        """File ``note``'s fragments under its content hash, at every size."""
+        for size in self.sizes():
+            try:
+                frags = note_fragments(note, size)
+            except ValueError:  # a size no embedder has (a garbled key): not ours to fill
+                continue
+            self._rows[f"{size}:{note.content_hash}"] = _rows(_refs(frags))
+
+    def save(
+        self, obsolete: Iterable[str], live: Callable[[], Collection[str]], timeout: float
+    ) -> None:
+        """Write the new rows, and drop those of content no note has any more.
+
+        ``obsolete``: the content hashes the re-indexed notes had before; ``live()`` the
+        hashes indexed now (asked only when some may be dropped: a note can share its
+        content with another, which still needs the row).
+        """
+        sizes = self.sizes()
+        if not sizes:
+            return
+        gone = set(obsolete) - {key.partition(":")[2] for key in self._rows}
+        if gone:
+            gone -= set(live())
+        if not self._rows and not gone:
+            return
+        assert self._loaded is not None
+        stamp, data = self._loaded
+        with vault_lock(self._path.parent, timeout=timeout, what="write", name=FRAGMENTS_LOCK):
+            if _file_stamp(self._path) != stamp:  # a sweep or another write saved it since
+                data = _read_data(self._path)
+            data.update(self._rows)
+            for size in sizes:
+                for content in gone:
+                    data.pop(f"{size}:{content}", None)
+            atomic_write(self._path, json.dumps(data, separators=(",", ":")).encode())
 
 
 def record_path(cache_dir: Path, model_id: str) -> Path:
@@ -151,7 +267,8 @@ def parse_record(path: Path) -> tuple[set[str], str, str]:
 
 def write_record(path: Path, model_id: str, ids: Iterable[str], store: str = "") -> None:
     """Replace the record (first line names the model, for `status`; then the store)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_cache(path.parent.parent)  # see record_path
+    path.parent.mkdir(exist_ok=True)
     body = "".join(f"{i}\n" for i in sorted(ids))
     head = f"# {model_id}\n" + (f"# store {store}\n" if store else "")
     atomic_write(path, f"{head}{body}".encode("ascii", "replace"))
@@ -168,7 +285,7 @@ def store_id(cache_dir: Path) -> str:
 
 def store_looks_sound(cache_dir: Path) -> bool:
     """A cheap look at the embedded store's database (no chromadb import)."""
-    db = cache_dir / CHROMA_DIR / "chroma.sqlite3"
+    db = cache_dir / CHROMA_DIR / STORE_DATABASE
     try:
         with db.open("rb") as fh:
             header = fh.read(100)

@@ -30,6 +30,8 @@ import numpy as np
 
 from vaultmem.config import ChromaConfig
 from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
+from vaultmem.index.records import STORE_DATABASE, STORE_MARK
+from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -390,6 +392,10 @@ def _connect(cache_dir: Path, chroma: ChromaConfig) -> tuple[ClientAPI, str]:
         return _http_client(chroma, where), where
     path = (Path(cache_dir) / "chroma").resolve()
     where = f"vector store {path}"
+    if (path / STORE_MARK).exists() and not (path / STORE_DATABASE).exists():
+        # Opening would create an empty database under the old mark, and the vector
+        # records (which name that mark) would go on vouching for every vector.
+        raise IndexStateError(f"{where}: cannot open: its database {STORE_DATABASE} is missing")
     return _persistent_client(path, where), where
 
 
@@ -413,10 +419,31 @@ def _persistent_client(path: Path, where: str) -> ClientAPI:
     """An embedded client on ``path`` (chromadb shares one system per path in a process)."""
     chromadb = _import_chromadb()
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_cache(path.parent)
+        path.mkdir(exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=_settings())
     except Exception as exc:
+        _forget_failed_system(path)
         raise IndexStateError(f"{where}: cannot open: {_describe(exc, None)}") from None
+
+
+def _forget_failed_system(path: Path) -> None:
+    """Drop chromadb's memory of a system on ``path`` that failed to start.
+
+    chromadb caches a new system per path *before* starting it; one whose start failed
+    (a damaged database) stays cached, held by no client, and the next open in this
+    process would reuse it and fail even after `embed` rebuilt the store on disk.
+    """
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    key = str(path)
+    with SharedSystemClient._refcount_lock:
+        if key in SharedSystemClient._identifier_to_refcount:
+            return
+        system = SharedSystemClient._identifier_to_system.pop(key, None)
+    if system is not None:
+        with suppress(Exception):
+            system.stop()
 
 
 def _http_client(chroma: ChromaConfig, where: str) -> ClientAPI:

@@ -1,6 +1,10 @@
 """One note at a time: reinforcement (`touch`, `observe`) and lifecycle flags
 (`pin`/`unpin`, `snooze`/`unsnooze`, `forget`/`restore`).
 
+Each inverse is an undo: the line its command replaced (a user's `status: reading  # mine`)
+is kept in the note itself (``status_before``, :data:`vaultmem.frontmatter.UNDO_KEYS`) and
+given back exactly; a line the user changed by hand since is theirs and stays.
+
 Every function here changes notes only through :mod:`vaultmem.memory.writeback`: under
 the vault lock, only vaultmem's own keys, nothing rewritten when nothing changes, and
 the changed notes re-indexed before the lock is released. Scores come from
@@ -11,16 +15,16 @@ read at write time, never from a possibly stale manifest.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 from vaultmem.config import Config
-from vaultmem.frontmatter import WriteResult
+from vaultmem.frontmatter import UNDO_KEYS, KeyLines, ReplacedLines, WriteResult, owned_problem
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import refresh_paths
-from vaultmem.memory.writeback import edit_notes, edit_notes_locked, locked
+from vaultmem.memory.writeback import Compute, edit_notes, edit_notes_locked, locked
 from vaultmem.memory_state import (
     DEFAULT_CONFIDENCE,
     as_float,
@@ -322,7 +326,8 @@ class Change:
     """What a lifecycle command did to one note: the keys it sets, before and after.
 
     ``before``/``after`` hold only the keys the command manages, as JSON values (ISO text
-    for dates; ``None`` = the key is absent).
+    for dates; ``None`` = the key is absent): its key, and the key that keeps the line it
+    replaced (``status_before``…) when the note has that on either side.
     """
 
     path: str
@@ -342,9 +347,11 @@ class Change:
         }
 
 
-def _change(action: str, keys: Iterable[str], result: WriteResult, path: str) -> Change:
+def _change(action: str, flag: _Flag, result: WriteResult, path: str) -> Change:
     before = mf.memory_keys(result.before)
     after = mf.memory_keys(result.after)
+    # The saved-lines key is shown when the note has it on either side.
+    keys = [flag.key] + [flag.saved] * (flag.saved in before or flag.saved in after)
     return Change(
         path=path,
         action=action,
@@ -354,46 +361,135 @@ def _change(action: str, keys: Iterable[str], result: WriteResult, path: str) ->
     )
 
 
-def _set_keys(
-    config: Config, paths: Sequence[str], action: str, updates: Mapping[str, object | None]
+@dataclass(frozen=True)
+class _Flag:
+    """A key a lifecycle command sets and its inverse takes back.
+
+    ``ours`` tells a value the command writes (``status: forgotten``) from a user's own;
+    None where it cannot (``snoozed_until`` holds any date), and then the absence of a
+    prior line is saved too (as ``""``), so that the saved key alone says a vaultmem
+    value stands.
+    """
+
+    key: str
+    ours: Callable[[Any], bool] | None
+
+    @property
+    def saved(self) -> str:
+        """The key that keeps the line this command replaced (``status_before``…)."""
+        return UNDO_KEYS[self.key]
+
+
+_STATUS = _Flag("status", lambda v: isinstance(v, str) and v.strip().lower() == "forgotten")
+_PINNED = _Flag("pinned", lambda v: v is True)
+_SNOOZED = _Flag("snoozed_until", None)
+
+
+def _saved_line(meta: Mapping[Any, Any], flag: _Flag) -> str | None:
+    """The line the flag's command replaced: text, ``""`` when there was none, None when
+    nothing (valid) is saved."""
+    if flag.saved not in meta:
+        return None
+    value = meta[flag.saved]
+    if value is None or value == "":
+        return ""
+    return value if owned_problem(flag.saved, value) is None else None
+
+
+def _set_flag(flag: _Flag, value: object) -> Compute:
+    """Set ``flag.key`` to ``value``, saving the line it replaces for the inverse.
+
+    A value the command wrote already stays with the line saved first (forget twice keeps
+    the first prior value); a note without the key saves nothing (its inverse removes the
+    key), except where ``ours`` cannot tell (see :class:`_Flag`).
+    """
+
+    def compute(_path: str, meta: dict[Any, Any]) -> Mapping[str, object | None]:
+        present = flag.key in meta
+        if flag.ours is not None and present and flag.ours(meta[flag.key]):
+            return {}
+        if flag.ours is None and present and _saved_line(meta, flag) is not None:
+            return {flag.key: value}
+        if present:
+            return {flag.key: value, flag.saved: ReplacedLines(flag.key)}
+        return {flag.key: value, flag.saved: "" if flag.ours is None else None}
+
+    return compute
+
+
+def _take_back(flag: _Flag) -> Compute:
+    """The inverse of :func:`_set_flag`: the saved line back, exactly, and its copy gone.
+
+    Nothing saved (or a saved value that is not a line): the key is removed, as always. A
+    key the user changed or removed by hand since (no longer ``ours``): their line stays
+    as it is and only the saved copy goes; a later call removes the key.
+    """
+
+    def compute(_path: str, meta: dict[Any, Any]) -> Mapping[str, object | None]:
+        saved = _saved_line(meta, flag)
+        if saved is None:
+            return {flag.key: None, flag.saved: None}
+        current = meta.get(flag.key)
+        if flag.key not in meta or (flag.ours is not None and not flag.ours(current)):
+            return {flag.saved: None}
+        return {flag.key: KeyLines(saved) if saved else None, flag.saved: None}
+
+    return compute
+
+
+def _flag_notes(
+    config: Config, paths: Sequence[str], action: str, flag: _Flag, compute: Compute
 ) -> list[Change]:
-    """Set (or clear, for None) the same owned keys on every note, under the lock."""
+    """Apply one flag command to every note, under the lock."""
     unique = list(dict.fromkeys(paths))
-    results = edit_notes(config, unique, lambda _path, _meta: updates, what=action)
-    return [_change(action, updates, r, p) for p, r in zip(unique, results, strict=True)]
+    results = edit_notes(config, unique, compute, what=action)
+    return [_change(action, flag, r, p) for p, r in zip(unique, results, strict=True)]
 
 
 def pin_notes(config: Config, paths: Sequence[str]) -> list[Change]:
-    """``pinned: true``: always eligible for surfacing, ranked a little higher, never gc'd."""
-    return _set_keys(config, paths, "pin", {"pinned": True})
+    """``pinned: true``: always eligible for surfacing, ranked a little higher, never gc'd.
+
+    A user's own ``pinned`` line (``pinned: false  # review later``) is kept in
+    ``pinned_before`` for :func:`unpin_notes`.
+    """
+    return _flag_notes(config, paths, "pin", _PINNED, _set_flag(_PINNED, True))
 
 
 def unpin_notes(config: Config, paths: Sequence[str]) -> list[Change]:
-    """Remove ``pinned`` (absent means not pinned)."""
-    return _set_keys(config, paths, "unpin", {"pinned": None})
+    """Undo `pin`: the ``pinned`` line it replaced comes back exactly; without one,
+    ``pinned`` is removed (absent means not pinned)."""
+    return _flag_notes(config, paths, "unpin", _PINNED, _take_back(_PINNED))
 
 
 def snooze_notes(config: Config, paths: Sequence[str], until: date | datetime) -> list[Change]:
-    """``snoozed_until: until``: hidden from `surface` until then (search still finds it)."""
-    return _set_keys(config, paths, "snooze", {"snoozed_until": until})
+    """``snoozed_until: until``: hidden from `surface` until then (search still finds it).
+
+    The ``snoozed_until`` line the first snooze replaced (or ``""``: none) is kept in
+    ``snoozed_until_before`` for :func:`unsnooze_notes`.
+    """
+    return _flag_notes(config, paths, "snooze", _SNOOZED, _set_flag(_SNOOZED, until))
 
 
 def unsnooze_notes(config: Config, paths: Sequence[str]) -> list[Change]:
-    """Remove ``snoozed_until``."""
-    return _set_keys(config, paths, "unsnooze", {"snoozed_until": None})
+    """Undo `snooze`: the ``snoozed_until`` line the first snooze replaced comes back
+    exactly; without one, ``snoozed_until`` is removed."""
+    return _flag_notes(config, paths, "unsnooze", _SNOOZED, _take_back(_SNOOZED))
 
 
 def forget_notes(config: Config, paths: Sequence[str]) -> list[Change]:
     """``status: forgotten``: left out of every result unless asked for by status.
 
-    The note stays on disk (and in git); `restore` undoes it.
+    The note stays on disk (and in git); the ``status`` line it had (``status: reading
+    # mine``, ``status: superseded``) is kept in ``status_before``, and `restore` undoes it.
     """
-    return _set_keys(config, paths, "forget", {"status": "forgotten"})
+    return _flag_notes(config, paths, "forget", _STATUS, _set_flag(_STATUS, "forgotten"))
 
 
 def restore_notes(config: Config, paths: Sequence[str]) -> list[Change]:
-    """Back to active: ``status`` is removed (absent means active), whatever it was."""
-    return _set_keys(config, paths, "restore", {"status": None})
+    """Undo `forget`: the ``status`` line it replaced comes back exactly (a superseded
+    note is superseded again). Without a saved line ``status`` is removed, whatever it was
+    (absent means active). A status changed by hand since `forget` stays as it is."""
+    return _flag_notes(config, paths, "restore", _STATUS, _take_back(_STATUS))
 
 
 # --------------------------------------------------------------------------- snooze time

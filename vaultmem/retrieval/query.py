@@ -48,12 +48,13 @@ from vaultmem.index.lexical import LexicalHit, LexicalIndex, analyse, query_term
 from vaultmem.inference.base import Embedder
 from vaultmem.inference.llm import JSONReplyError, LLMClient, parse_json_reply
 from vaultmem.inference.rerank import Reranker
-from vaultmem.model import ROUTES, Filters, Hit
+from vaultmem.model import ROUTES, Filters, Hit, has_words
 from vaultmem.retrieval import fusion, memory_rank, routing
 from vaultmem.retrieval.memory_rank import Ranked, RankingOptions
 from vaultmem.retrieval.routing import Reach, Route
 from vaultmem.retrieval.search import version_terms
 from vaultmem.retrieval.snippets import MAX_SNIPPET, best_line
+from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
     from vaultmem.index.manifest import Entry
@@ -434,7 +435,8 @@ def _write_cached(path: Path, model: str, original: str, expansion: Expansion) -
     payload = {"model": model, "query": original, "expansion": expansion.as_json()}
     payload["expansion"].pop("cached")  # type: ignore[attr-defined]
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_cache(path.parent.parent)  # see expansion_cache_path
+        path.parent.mkdir(exist_ok=True)
         atomic_write(path, json.dumps(payload, ensure_ascii=False, indent=1).encode())
     except OSError:
         pass  # an unwritable cache costs a request next time, nothing more
@@ -953,7 +955,7 @@ def query(
     if intent is not None and intent.lower() in ROUTES:
         # A route word names a route; it is not a description to steer the models with.
         route_word, intent = route_word or intent.lower(), None
-    if not text.strip():
+    if not has_words(text):
         return QueryResult((), (), (Stage("probe", "off", "empty query: nothing to search"),))
     from vaultmem.retrieval.search import lexical_hits
 

@@ -12,7 +12,7 @@ from vaultmem.index import manifest as mf
 from vaultmem.index.records import FragmentRef, fragment_map
 from vaultmem.inference.base import Embedder
 from vaultmem.markdown import expand_tag
-from vaultmem.model import HIDDEN_STATUSES, Filters, Hit
+from vaultmem.model import HIDDEN_STATUSES, Filters, Hit, has_words
 from vaultmem.retrieval.memory_rank import RankingOptions, rank_hits
 from vaultmem.retrieval.search import RANKING_DEPTH, version_terms
 from vaultmem.retrieval.snippets import MAX_SNIPPET
@@ -307,7 +307,7 @@ def vsearch(
     Example:
         >>> vsearch(config, "how do I deploy", LocalEmbedder(), limit=5)  # doctest: +SKIP
     """
-    if not text.strip():
+    if not has_words(text):
         return []
     if index is None:
         vectors, opened = embed_and_open(config, embedder, [text[:4000]])

@@ -5,12 +5,16 @@
     {"argv": [...], "cwd": "...", "env": {...}, "stdin": "..." | null,
      "stdin_errors": "strict", "version": "0.1.0"}
 
+(``env``: the variables of :data:`vaultmem.environment.COMMAND_ENV` the client has)
+
 and reads to EOF one answer: ``{"output": [[1, "text"], [2, "text"], ...], "code": N}``
 (stdout and stderr chunks in the order the command wrote them), or ``{"decline": why}``
 (the client then runs the command itself).
 
 The command runs through the same typer app as in the client's own process, with its
-arguments, working folder, environment and stdin swapped in, so every rule (vault
+arguments, working folder, stdin and the variables of ``COMMAND_ENV`` swapped in (each
+one the client has is set, each one it has not is unset; no other variable of the
+request is applied, and the server's own others stay), so every rule (vault
 discovery, configuration, usage errors, --help, exit codes) is the CLI's, not a copy.
 The one difference is :data:`vaultmem.cli.warm_vaults`: when the request resolves to the
 served vault's configuration the command gets the server's warm
@@ -18,6 +22,9 @@ served vault's configuration the command gets the server's warm
 fresh one, as it would in process. Swapping the process's streams, environment and
 folder is process-wide, so one forwarded command runs at a time (:data:`RUN_LOCK`); the
 REST and MCP routes in other threads never read them.
+
+Only this user's processes are answered: the socket is 0600 in a folder nobody else can
+write (:func:`socket_path`), and each connection's peer uid is checked (``SO_PEERCRED``).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import json
 import os
 import socket
 import socketserver
+import stat
 import sys
 import threading
 import time
@@ -37,6 +45,8 @@ from typing import Any
 
 from vaultmem import __version__
 from vaultmem.api import OpenVault
+from vaultmem.client import trust_problem
+from vaultmem.environment import COMMAND_ENV
 
 # The commands a server answers (the client sends no others; a request for another is
 # declined so a mismatched client cannot make the server write).
@@ -77,10 +87,15 @@ def _swapped(request: dict[str, Any], parts: list[list[Any]]) -> Iterator[None]:
     """The request's folder, environment and streams for the duration of one command."""
     saved = (dict(os.environ), os.getcwd(), sys.stdin, sys.stdout, sys.stderr)
     stdin = (request.get("stdin") or "").encode("utf-8", "surrogateescape")
+    given = request["env"]
     os.chdir(request["cwd"])
     try:
-        os.environ.clear()
-        os.environ.update(request["env"])
+        for name in COMMAND_ENV:
+            value = given.get(name)
+            if isinstance(value, str):
+                os.environ[name] = value
+            else:
+                os.environ.pop(name, None)
         sys.stdin = io.TextIOWrapper(
             io.BytesIO(stdin), encoding="utf-8", errors=request.get("stdin_errors") or "strict"
         )
@@ -155,20 +170,45 @@ def _forwardable(argv: list[str]) -> bool:
     return found is not None and found[0] in FORWARDED
 
 
+def peer_uid(conn: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket (``SO_PEERCRED``; where
+    the system has none, the socket's 0600 mode is the only check, and this user's)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return os.getuid()
+    raw = conn.getsockopt(socket.SOL_SOCKET, option, 12)
+    return int.from_bytes(raw[4:8], sys.byteorder)
+
+
+def _gone(conn: socket.socket) -> bool:
+    """Whether the client has closed its end (it gave up waiting and runs the command
+    itself): its answer would be dropped, and a second run would log twice."""
+    import select
+
+    poller = select.poll()
+    poller.register(conn, select.POLLHUP)
+    return any(event & select.POLLHUP for _fd, event in poller.poll(0))
+
+
 class _Handler(socketserver.StreamRequestHandler):
     server: ForwardServer
 
     def handle(self) -> None:
         started = time.perf_counter()
+        if peer_uid(self.connection) != os.getuid():
+            self.server.log("refused a connection of another user")
+            return
         raw = self.rfile.read(MAX_REQUEST + 1)
         try:
             request = json.loads(raw) if len(raw) <= MAX_REQUEST else None
         except ValueError:
             request = None
         if self.server.delay:
-            time.sleep(self.server.delay)  # tests: a server that dies mid-request
+            time.sleep(self.server.delay)  # tests: a server that stalls or dies mid-request
         if not isinstance(request, dict):
             answer: dict[str, Any] = {"decline": "bad request"}
+        elif _gone(self.connection):
+            answer = {"decline": "the client gave up waiting"}
         else:
             answer = run_command(request, self.server.vault)
         what = f"exit {answer['code']}" if "code" in answer else f"declined ({answer['decline']})"
@@ -209,6 +249,8 @@ class ForwardServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         finally:
             os.umask(mask)
         self.path = path
+        info = path.lstat()
+        self.identity = (info.st_dev, info.st_ino)
 
     def start(self) -> threading.Thread:
         """Serve in a daemon thread; :meth:`stop` ends it."""
@@ -217,30 +259,49 @@ class ForwardServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         return thread
 
     def stop(self) -> None:
-        """Stop accepting, close the socket and remove its file."""
+        """Stop accepting, close the socket and remove its file (when the file is still
+        this listener's: a server started since may have put its own there)."""
         self.shutdown()
         self.server_close()
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            info = self.path.lstat()
+            if (info.st_dev, info.st_ino) == self.identity:
+                self.path.unlink()
 
 
 def socket_path(cache_dir: Path) -> Path:
-    """``<cache>/server.sock``, or a short private path when that is too long for AF_UNIX
-    (108 bytes on Linux): ``$XDG_RUNTIME_DIR`` or the temp folder, ``vaultmem-UID/``."""
+    """``<cache>/server.sock`` when the cache folder is this user's and nobody else can
+    write to it (the client refuses a socket another user could swap), else, and when
+    that path is too long for AF_UNIX (108 bytes on Linux), a private one:
+    ``$XDG_RUNTIME_DIR`` or the temp folder, ``vaultmem-UID/``."""
     path = cache_dir / "server.sock"
-    if len(os.fsencode(path)) < 100:
+    if len(os.fsencode(path)) < 100 and trust_problem(str(cache_dir), cache_dir.stat()) is None:
         return path
-    import hashlib
+    folder = _runtime_folder()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077 or not stat.S_ISDIR(info.st_mode):
+        raise OSError(f"{folder} is not private to this user")
+    return folder / _private_name(cache_dir)
+
+
+def is_socket_of(cache_dir: Path, path: Path) -> bool:
+    """Whether ``path`` is where :func:`socket_path` puts the socket of ``cache_dir``'s
+    server (so removing a dead server's socket never removes anything else)."""
+    return path in (cache_dir / "server.sock", _runtime_folder() / _private_name(cache_dir))
+
+
+def _runtime_folder() -> Path:
     import tempfile
 
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    folder = Path(base) / f"vaultmem-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    info = folder.lstat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise OSError(f"{folder} is not private to this user")
-    digest = hashlib.sha256(os.fsencode(cache_dir)).hexdigest()[:20]
-    return folder / f"{digest}.sock"
+    return Path(base) / f"vaultmem-{os.getuid()}"
+
+
+def _private_name(cache_dir: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(os.fsencode(cache_dir)).hexdigest()[:20] + ".sock"
 
 
 def socket_available() -> bool:

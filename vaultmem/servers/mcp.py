@@ -37,6 +37,7 @@ from vaultmem.model import (
     SearchRequest,
 )
 from vaultmem.scores import NOTE_TYPES
+from vaultmem.servers.schema import Count, Switch
 from vaultmem.timeline import TimelineRequest
 
 Clock = Callable[[], datetime]
@@ -59,7 +60,8 @@ Action = Annotated[str, _one_of(NOTE_ACTIONS, optional=False)]
 NoteType = Annotated[str | None, _one_of(NOTE_TYPES)]
 Text = str | None
 Tags = list[str] | None
-Line = Annotated[int | None, Field(description="1-based, inclusive.")]
+# Count: JSON's `true` is no line or limit of 1, "5" no number (pydantic would convert).
+Line = Annotated[Count | None, Field(description="1-based, inclusive.")]
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -167,7 +169,7 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
     def search(
         query: str,
         mode: Mode = None,
-        limit: int = 5,
+        limit: Count = 5,
         folder: Text = None,
         tag: Text = None,
         type: Text = None,  # noqa: A002 - the filter's name everywhere else
@@ -219,8 +221,8 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         note: Annotated[str | None, Field(description="Path, title, alias or file name.")] = None,
         since: Text = None,
         until: Text = None,
-        newest_first: bool = False,
-        limit: int = 50,
+        newest_first: Switch = False,
+        limit: Count = 50,
     ) -> CallToolResult:
         def work() -> object:
             request = TimelineRequest(note, since, until, newest_first=newest_first, limit=limit)

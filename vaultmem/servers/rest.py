@@ -21,22 +21,24 @@ apps and the docs too):
 :func:`check_bind` refuses a non-loopback address without a token; `serve` and
 `mcp --http` call it before they bind.
 
-Statuses: RequestError and NoteError (a bad request, a name outside the vault) 422;
-NoteNotFound 404; AmbiguousNote, IndexStateError, ConfigError (the vault cannot answer
-this as it is: not indexed, no embedder) 409; LockBusy and ConflictError 503 with
-``Retry-After``; EndpointError 502; any other error 500 with its line (a bug: 500 with
-no detail, the traceback in the server's log). A body that is not JSON, or of the wrong
-shape, is a 422 too; unknown routes 404, wrong methods 405.
+Statuses (:data:`vaultmem.servers.schema.STATUS`, one table: the handlers answer from
+it, and every route's documented responses are made of it): RequestError and NoteError
+(a bad request, a name outside the vault) 422; NoteNotFound 404; AmbiguousNote,
+IndexStateError, ConfigError (the vault cannot answer this as it is: not indexed, no
+embedder) 409; LockBusy and ConflictError 503 with ``Retry-After``; EndpointError 502;
+any other error 500 with its line (a bug: 500 with no detail, the traceback in the
+server's log). A body that is no JSON object (not JSON or UTF-8, an array, empty,
+another Content-Type) is a 422 saying so; unknown routes 404, wrong methods 405 with
+``Allow``. The OpenAPI document has the bearer scheme (with a token) and the bodies of
+:mod:`vaultmem.servers.schema`.
 
-FastAPI and pydantic are imported here only: no other command's start-up pays for them.
+FastAPI and pydantic are imported by the servers only: no other command pays for them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import hmac
-import inspect
 import ipaddress
 import json
 import logging
@@ -46,16 +48,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vaultmem import __version__, api
-from vaultmem.agent.surface import SurfaceRequest
 from vaultmem.api import OpenVault
 from vaultmem.errors import (
     AmbiguousNote,
@@ -69,15 +70,20 @@ from vaultmem.errors import (
     RequestError,
     VaultmemError,
 )
-from vaultmem.model import (
-    NOTE_ACTIONS,
-    SEARCH_MODES,
-    Filters,
-    RememberRequest,
-    SearchRequest,
-    parse_tags,
+from vaultmem.model import NOTE_ACTIONS, TEXT_PATTERN, parse_tags
+from vaultmem.servers.schema import (
+    FlagBody,
+    ReinforceBody,
+    RememberBody,
+    SearchBody,
+    SimilarBody,
+    SnoozeBody,
+    SurfaceBody,
+    TimelineBody,
+    answers,
+    guard_answers,
+    status_for,
 )
-from vaultmem.timeline import TimelineRequest
 
 log = logging.getLogger("vaultmem.serve")
 
@@ -102,7 +108,9 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, token: str | None) -> None:
-    """Refuse (ConfigError) to listen on a non-loopback ``host`` without a bearer token.
+    """Refuse (ConfigError) to listen on a non-loopback ``host`` without a bearer token:
+    no token is what --no-auth asks for (:func:`vaultmem.servers.auth.server_auth`), and
+    that is for loopback only.
 
     Example:
         >>> check_bind("127.0.0.1", None)
@@ -110,28 +118,28 @@ def check_bind(host: str, token: str | None) -> None:
     """
     if not token and not is_loopback(host):
         raise ConfigError(
-            f"refusing to bind {host} without a token (--token or VAULTMEM_SERVE_TOKEN)"
+            f"refusing to bind {host} without a token: --no-auth is for loopback only"
         )
 
 
 def default_allowed_hosts(host: str, port: int) -> tuple[str, ...]:
     """The ``Host`` values a server bound to ``host:port`` answers.
 
-    Loopback: ``127.0.0.1:PORT``, ``localhost:PORT``, ``[::1]:PORT``; a named address adds
-    itself. A wildcard bind (0.0.0.0, ::) answers any name (``*``): it needs a token, and
-    a rebound page cannot send the token.
+    Loopback: ``127.0.0.1:PORT``, ``localhost:PORT``, ``[::1]:PORT``; the bound address
+    adds itself (another loopback address, such as 127.0.0.2, or any other). A wildcard
+    bind (0.0.0.0, ::) answers any name (``*``): it needs a token, and a rebound page
+    cannot send the token.
 
     Example:
-        >>> default_allowed_hosts("127.0.0.1", 8765)
-        ('127.0.0.1:8765', 'localhost:8765', '[::1]:8765')
+        >>> default_allowed_hosts("127.0.0.2", 8765)
+        ('127.0.0.1:8765', 'localhost:8765', '[::1]:8765', '127.0.0.2:8765')
     """
-    name = host.strip().strip("[]")
+    name = host.strip().strip("[]").lower()
     if name in ("0.0.0.0", "::", ""):
         return ("*",)
     names = [f"{loop}:{port}" for loop in LOOPBACK_NAMES]
-    if not is_loopback(name):
-        names.append(f"[{name}]:{port}" if ":" in name else f"{name}:{port}")
-    return tuple(names)
+    own = f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
+    return tuple(names if own in names else [*names, own])
 
 
 def _host_allowed(host: str, allowed: frozenset[str]) -> bool:
@@ -242,24 +250,6 @@ class Guard:
 
 # ----------------------------------------------------------------------------- errors
 
-# Most specific first: a VaultmemError not listed is the server's own failure (500).
-_STATUS: tuple[tuple[type[VaultmemError], int], ...] = (
-    (RequestError, 422),
-    (NoteError, 422),
-    (NoteNotFound, 404),
-    (AmbiguousNote, 409),
-    (IndexStateError, 409),
-    (ConfigError, 409),
-    (LockBusy, 503),
-    (ConflictError, 503),
-    (EndpointError, 502),
-)
-
-
-def status_for(exc: VaultmemError) -> int:
-    """The HTTP status a domain error answers with (see the table in the module)."""
-    return next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
-
 
 async def _on_vaultmem_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, VaultmemError)
@@ -269,13 +259,22 @@ async def _on_vaultmem_error(request: Request, exc: Exception) -> Response:
     return _error(status, str(exc), {"Retry-After": RETRY_AFTER} if status == 503 else None)
 
 
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+
+
 async def _on_invalid(request: Request, exc: Exception) -> Response:
+    """A body or parameter pydantic refused: one line naming the field, as the model's."""
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0] if exc.errors() else {}
     if first.get("type") == "json_invalid":
         return _error(422, f"the body is not valid JSON: {first.get('ctx', {}).get('error')}")
-    if tuple(first.get("loc", ())) == ("body",) and not _is_json(request):
-        return _error(422, "send a JSON object with Content-Type: application/json")
+    if tuple(first.get("loc", ())) == ("body",):
+        if not _is_json(request):
+            return _error(422, "send a JSON object with Content-Type: application/json")
+        if first.get("type") == "missing":
+            return _error(422, "the body is empty: send a JSON object")
+        kind = _JSON_TYPES.get(type(first.get("input")), "number")
+        return _error(422, f"the body must be a JSON object, not {kind}")
     where = ".".join(str(p) for p in first.get("loc", ())[1:]) or "request"
     return _error(422, f"{where}: {first.get('msg', 'invalid request')}")
 
@@ -287,6 +286,15 @@ def _is_json(request: Request) -> bool:
 
 async def _on_http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    cause = exc.__cause__
+    if exc.status_code == 400 and cause is not None:
+        # FastAPI's 400 for a body json.loads failed on other than with a JSONDecodeError:
+        # bytes that are not UTF-8, nesting deeper than Python recurses. Not JSON: a 422.
+        if isinstance(cause, UnicodeDecodeError):
+            why = f"not UTF-8 ({cause.reason})"
+        else:
+            why = "nested too deeply" if isinstance(cause, RecursionError) else str(cause)
+        return _error(422, f"the body is not valid JSON: {why}")
     return _error(exc.status_code, str(exc.detail), exc.headers)
 
 
@@ -305,144 +313,6 @@ async def _on_bug(request: Request, exc: Exception) -> Response:
     return _error(500, "internal error (the server log has the details)")
 
 
-# ----------------------------------------------------------------------------- bodies
-
-
-def _default(owner: Any, name: str) -> Any:
-    """The default of field ``name`` of a dataclass or parameter of a function: the body
-    models declare no default of their own."""
-    if dataclasses.is_dataclass(owner):
-        return next(f.default for f in dataclasses.fields(owner) if f.name == name)
-    return inspect.signature(owner).parameters[name].default
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _plain_text(cls, value: Any) -> Any:
-        """What no command line can pass, JSON can: a NUL, half a surrogate pair
-        (``"\\ud800"``). No note can hold either; refused here, a 422."""
-        for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str):
-                _check_text(text)
-        return value
-
-
-def _check_text(text: str) -> None:
-    if "\x00" in text:
-        raise ValueError(f"a NUL character in {text[:40]!r}")
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            raise ValueError(f"not valid Unicode: {text[:40]!r}") from None
-
-
-class FiltersBody(_Body):
-    """Restrictions of a search (all optional); forgotten/archived notes need ``status``."""
-
-    folder: str | None = None
-    tag: str | None = None
-    type: str | None = None
-    status: str | None = None
-    collection: str | None = None
-
-    def value(self) -> Filters:
-        """As the core's :class:`~vaultmem.model.Filters`."""
-        return Filters(**self.model_dump())
-
-
-class SearchBody(_Body):
-    """The fields of :class:`vaultmem.model.SearchRequest`; ``filters`` is an object."""
-
-    query: str
-    mode: str = Field(
-        _default(SearchRequest, "mode"),
-        description=f"One of: {', '.join(SEARCH_MODES)} (search, vsearch, query).",
-    )
-    limit: int = _default(SearchRequest, "limit")
-    filters: FiltersBody = FiltersBody()
-    prior: bool = _default(SearchRequest, "prior")
-    review: bool = _default(SearchRequest, "review")
-    candidates: int = Field(_default(SearchRequest, "candidates"), description="hybrid only")
-    intent: str | None = Field(None, description="hybrid only")
-    route: str | None = Field(
-        None, description="hybrid only: why, when, entity or what (null: from the question)"
-    )
-    expand: bool | None = Field(None, description="hybrid only; null: the vault's setting")
-    rerank: bool = Field(_default(SearchRequest, "rerank"), description="hybrid only")
-
-    def value(self) -> SearchRequest:
-        """As the core's request (which validates it)."""
-        fields = self.model_dump(exclude={"filters"})
-        return SearchRequest(**fields, filters=self.filters.value())
-
-
-class RememberBody(_Body):
-    """A new memory (`vaultmem remember`); ``tags`` a list or ``"a, b"``."""
-
-    text: str
-    title: str | None = None
-    type: str | None = None
-    tags: list[str] | str = []
-    folder: str | None = None
-    supersedes: str | None = Field(None, description="The note it replaces: path, title or alias.")
-
-
-class ReinforceBody(_Body):
-    """Notes used just now: `touch`, or with ``tags`` (the context's) `observe`."""
-
-    notes: list[str]
-    tags: list[str] | str = []
-
-
-class FlagBody(_Body):
-    """Notes to flag; ``until`` (ISO date) or ``for`` (30d, 12h, 2w): snooze only, one of."""
-
-    notes: list[str]
-    until: str | None = None
-    for_: str | None = Field(None, alias="for")
-
-
-class SimilarBody(_Body):
-    """The notes closest in meaning to ``name`` (needs vectors: `vaultmem embed`)."""
-
-    name: str
-    limit: int = _default(api.similar, "limit")
-    filters: FiltersBody = FiltersBody()
-
-
-class SurfaceBody(_Body):
-    """A prompt to surface context for (`vaultmem surface`)."""
-
-    prompt: str
-    session: str | None = None
-    budget: int = Field(
-        _default(SurfaceRequest, "budget"), description="Tokens (chars / 4) the block may take."
-    )
-    vectors: bool | None = Field(None, description="null: when the vault has vectors")
-
-
-class TimelineBody(_Body):
-    """The fields of :class:`vaultmem.timeline.TimelineRequest`: a note, or since/until."""
-
-    note: str | None = Field(None, description="Path, title, alias or file name.")
-    since: str | None = Field(None, description="ISO date or a duration back: 30d, 2w, 12h.")
-    until: str | None = Field(None, description="ISO date (a bare date includes the day).")
-    around: str = Field(
-        _default(TimelineRequest, "around"),
-        description="With a note: also notes dated this close to it (0: none).",
-    )
-    newest_first: bool = _default(TimelineRequest, "newest_first")
-    limit: int | None = Field(None, description="At most this many events (null: all).")
-
-    def value(self) -> TimelineRequest:
-        """As the core's request (which validates it)."""
-        return TimelineRequest(**self.model_dump())
-
-
 # ----------------------------------------------------------------------------- routes
 
 
@@ -455,11 +325,24 @@ def _now() -> datetime:
 
 
 _LINES = "With start and/or end (1-based, inclusive): `excerpt`, those lines of the file."
-_START, _END = Query(None, description=_LINES), Query(None, description=_LINES)
+_START = Query(None, description=_LINES, json_schema_extra={"minimum": 1})
+_END = Query(None, description=_LINES, json_schema_extra={"minimum": 1})
+_NAMES = "Path, title, alias or file name."
+_NAME_IN_PATH = PathParam(description=_NAMES, json_schema_extra={"pattern": TEXT_PATTERN})
+_NAME = Query(description=_NAMES, json_schema_extra={"pattern": TEXT_PATTERN})
+
+# What a route that resolves note names, or embeds text, can raise besides its own.
+_NAMED = (RequestError, NoteError, NoteNotFound, AmbiguousNote, LockBusy)
+_EMBEDS = (ConfigError, EndpointError)
+_WRITES = (*_NAMED, IndexStateError, ConflictError)
 
 
 def _read_routes(vault: OpenVault, router: APIRouter) -> None:
-    @router.post("/search", summary="Search: keyword, semantic or hybrid")
+    @router.post(
+        "/search",
+        summary="Search: keyword, semantic or hybrid",
+        responses=answers(RequestError, IndexStateError, LockBusy, *_EMBEDS),
+    )
     def search(body: SearchBody) -> Response:
         """Hits best first, as `search --json` prints them, and hybrid stages skipped."""
         return _json(api.search(vault, body.value(), now=_now()).as_json())
@@ -471,57 +354,90 @@ def _read_routes(vault: OpenVault, router: APIRouter) -> None:
             data["excerpt"] = api.excerpt(found.text, start, end)
         return _json(data)
 
-    @router.get("/notes/{name:path}", summary="A note by path (or title, alias)")
-    def note_at(name: str, start: int | None = _START, end: int | None = _END) -> Response:
+    @router.get(
+        "/notes/{name:path}",
+        summary="A note by path (or title, alias)",
+        responses=answers(*_NAMED),
+    )
+    def note_at(
+        name: str = _NAME_IN_PATH, start: int | None = _START, end: int | None = _END
+    ) -> Response:
         """`get --json`: frontmatter, body, tags, aliases, links (and `excerpt`)."""
         return read(name, start, end)
 
-    @router.get("/note", summary="A note by title, alias or path")
-    def note_named(name: str, start: int | None = _START, end: int | None = _END) -> Response:
+    @router.get("/note", summary="A note by title, alias or path", responses=answers(*_NAMED))
+    def note_named(
+        name: str = _NAME, start: int | None = _START, end: int | None = _END
+    ) -> Response:
         """`get --json` for a name that is awkward in a path."""
         return read(name, start, end)
 
-    @router.get("/links", summary="A note's typed links, wikilinks and backlinks")
-    def links(name: str) -> Response:
+    @router.get(
+        "/links",
+        summary="A note's typed links, wikilinks and backlinks",
+        responses=answers(*_NAMED, IndexStateError),
+    )
+    def links(name: str = _NAME) -> Response:
         """`links --json`."""
         return _json(api.links(vault, name).as_json())
 
-    @router.post("/similar", summary="Notes closest in meaning to a note")
+    @router.post(
+        "/similar",
+        summary="Notes closest in meaning to a note",
+        responses=answers(*_NAMED, IndexStateError, *_EMBEDS),
+    )
     def similar(body: SimilarBody) -> Response:
         """`similar --json` (needs vectors)."""
         hits = api.similar(vault, body.name, limit=body.limit, filters=body.filters.value())
         return _json({"hits": [hit.as_json() for hit in hits]})
 
-    @router.post("/surface", summary="The context block for one prompt")
+    @router.post(
+        "/surface",
+        summary="The context block for one prompt",
+        responses=answers(RequestError, IndexStateError, LockBusy, *_EMBEDS),
+    )
     def surface(body: SurfaceBody) -> Response:
         """`surface --json`: the block ("" when abstaining), its notes and the reason."""
-        request = SurfaceRequest(body.prompt, body.session, body.budget, body.vectors)
-        return _json(api.surface(vault, request, now=_now()).as_json())
+        return _json(api.surface(vault, body.value(), now=_now()).as_json())
 
-    @router.post("/timeline", summary="What happened around a note, or in a window")
+    @router.post(
+        "/timeline",
+        summary="What happened around a note, or in a window",
+        responses=answers(*_NAMED, IndexStateError),
+    )
     def timeline(body: TimelineBody) -> Response:
         """`timeline --json` as one object: {note, since, until, git, events}."""
         return _json(api.timeline(vault, body.value(), now=_now()).as_json())
 
-    @router.get("/status", summary="Notes, index state, staleness, embedding coverage")
+    @router.get(
+        "/status",
+        summary="Notes, index state, staleness, embedding coverage",
+        responses=answers(IndexStateError, LockBusy, *_EMBEDS),
+    )
     def status() -> Response:
         """`status --json`."""
         return _json(api.status(vault).as_json())
 
 
 def _write_routes(vault: OpenVault, router: APIRouter) -> None:
-    @router.post("/remember", summary="Write a short-term memory")
+    @router.post(
+        "/remember",
+        summary="Write a short-term memory",
+        responses=answers(*_WRITES, *_EMBEDS),
+    )
     def remember(body: RememberBody) -> Response:
         """`remember --json`: the new note, or the duplicate it reinforced."""
-        request = RememberRequest(
-            body.text, body.title, body.type, tuple(_tags(body.tags)), body.folder, body.supersedes
-        )
-        return _json(api.remember(vault, request, now=_now()).as_json())
+        return _json(api.remember(vault, body.value(), now=_now()).as_json())
 
-    @router.post("/reinforce", summary="Touch notes (or observe them, with tags)")
+    @router.post(
+        "/reinforce",
+        summary="Touch notes (or observe them, with tags)",
+        responses=answers(*_WRITES),
+    )
     def reinforce(body: ReinforceBody) -> Response:
         """`touch --json` / `observe --json`, one entry per note."""
-        done = api.reinforce(vault, body.notes, now=_now(), context_tags=_tags(body.tags))
+        tags = parse_tags(body.tags)
+        done = api.reinforce(vault, body.notes, now=_now(), context_tags=tags)
         return _json({"notes": [r.as_json() for r in done]})
 
     for action in NOTE_ACTIONS:
@@ -531,16 +447,24 @@ def _write_routes(vault: OpenVault, router: APIRouter) -> None:
             methods=["POST"],
             summary=f"{action.capitalize()} notes",
             operation_id=action,
+            responses=answers(*_WRITES),
         )
 
 
-def _tags(raw: list[str] | str) -> tuple[str, ...]:
-    return parse_tags(raw)
+def _flag_route(vault: OpenVault, action: str) -> Callable[..., Response]:
+    if action == "snooze":
 
+        def snooze(body: SnoozeBody) -> Response:
+            done = api.change(
+                vault, action, body.notes, now=_now(), until=body.until, for_=body.for_
+            )
+            return _json({"notes": [c.as_json() for c in done]})
 
-def _flag_route(vault: OpenVault, action: str) -> Callable[[FlagBody], Response]:
+        snooze.__doc__ = "`snooze --json`, one entry per note."
+        return snooze
+
     def flag(body: FlagBody) -> Response:
-        done = api.change(vault, action, body.notes, now=_now(), until=body.until, for_=body.for_)
+        done = api.change(vault, action, body.notes, now=_now())
         return _json({"notes": [c.as_json() for c in done]})
 
     flag.__doc__ = f"`{action} --json`, one entry per note."
@@ -586,12 +510,23 @@ def rest_app(
         (Exception, _on_bug),
     ):
         app.add_exception_handler(kind, handler)
-    # Documents the bearer scheme in /docs; the guard is what checks it.
-    router = APIRouter(prefix="/v1", dependencies=[Depends(HTTPBearer(auto_error=False))])
+    # The bearer scheme, declared where the guard checks it (all but health and the docs).
+    secured = token is not None
+    router = APIRouter(
+        prefix="/v1",
+        dependencies=[Depends(HTTPBearer(auto_error=False))] if secured else [],
+        responses=guard_answers(secured=secured, max_body=max_body),
+    )
     _read_routes(vault, router)
     _write_routes(vault, router)
     app.include_router(router)
-    app.add_api_route("/v1/health", _health, methods=["GET"], summary="Liveness (no token)")
+    app.add_api_route(
+        "/v1/health",
+        _health,
+        methods=["GET"],
+        summary="Liveness (no token)",
+        responses=guard_answers(secured=False, max_body=max_body),
+    )
     for path, sub in mounts.items():
         app.mount(path, sub)
     return Guard(app, token=token, allowed_hosts=allowed_hosts, max_body=max_body)

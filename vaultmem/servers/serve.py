@@ -9,11 +9,16 @@ embedding model stay open, reopened when another process changes the index) serv
   `vaultmem search` with a server up costs a socket round trip, not the imports;
 - with ``watch``, a :class:`~vaultmem.watcher.VaultWatcher` thread keeping the index current.
 
-It advertises itself in ``<cache>/server.json`` (pid, socket, url, port, vault, started;
-never the token) and holds ``<cache>/server.lock`` while it runs, so a second server
-for the same cache is refused and a file left by a killed server is told apart from a
-live one (:func:`running` checks the pid). SIGINT or SIGTERM stops it cleanly: the
-listeners close, the watcher stops, the file is removed.
+It advertises itself in ``<cache>/server.json`` (pid, socket, url, port, vault, started,
+how clients authenticate; never the token) and holds ``<cache>/server.lock`` while it
+runs, so a second server for the same cache is refused and a file left by a killed
+server is told apart from a live one (:func:`running` checks, as the thin client does,
+that the advertisement is this user's and that its pid holds the lock). SIGINT or
+SIGTERM stops it cleanly: the listeners close, the watcher stops, the file is removed.
+So does losing its advertisement or its lock (the cache removed, or replaced, under
+it): it checks every :data:`WATCH_S` seconds and stops with one log line, so a server
+nobody can find never keeps running beside the next one. :func:`server_processes`
+finds every vaultmem server running for a vault (for `doctor`), advertised or not.
 """
 
 from __future__ import annotations
@@ -33,14 +38,24 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.api import OpenVault
-from vaultmem.client import ADVERTISEMENT
+from vaultmem.client import (
+    ADVERTISEMENT,
+    LOCK_NAME,
+    Untrusted,
+    flock_held,
+    read_advertisement,
+    trust_problem,
+    trusted_server,
+)
 from vaultmem.config import Config
 from vaultmem.errors import VaultmemError
+from vaultmem.vault import make_cache
 
-LOCK_NAME = "server.lock"
 LOG_NAME = "server.log"
 MCP_PATH = "/mcp"
 START_TIMEOUT_S = 30.0
+# How often a server checks that its advertisement and lock are still the ones it made.
+WATCH_S = 1.0
 Log = Callable[[str], None]
 
 
@@ -54,6 +69,7 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 0
     token: str | None = None
+    auth: str = "none"  # where the token came from (vaultmem.servers.auth.Source)
     watch: bool = False
     forward_delay: float = 0.0
 
@@ -68,6 +84,8 @@ class Running:
     socket: str | None
     vault: str
     started: str
+    auth: str = "vault"
+    lock_fd: int | None = None  # the descriptor holding server.lock (clients check it)
 
     def as_json(self) -> dict[str, object]:
         """The advertisement's fields."""
@@ -78,29 +96,41 @@ def serving(cache_dir: Path) -> bool:
     """Whether a server holds this cache's server lock (a killed one, even a zombie not
     yet reaped, holds it no more; a reused pid never does)."""
     try:
-        fd = os.open(cache_dir / LOCK_NAME, os.O_RDONLY)
+        return flock_held(str(cache_dir / LOCK_NAME))
     except OSError:
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def running(cache_dir: Path) -> Running | None:
-    """The server advertised for this cache, or None (no file, unreadable, stale)."""
-    from vaultmem.vault import pid_alive
+    """The server advertised for this cache, or None (no file, a killed server's, or one
+    that cannot prove it is this vault's own: see :func:`advertised`)."""
+    return advertised(cache_dir)[0]
 
+
+def advertised(cache_dir: Path) -> tuple[Running | None, str]:
+    """The server advertised for this cache once the thin client's checks pass (the file
+    is this user's, its pid alive and holding the lock; a socket, when it names one,
+    this user's in a folder nobody else writes to), or None and why not ("" when there
+    is simply no live server)."""
     try:
-        data = json.loads((cache_dir / ADVERTISEMENT).read_text(encoding="utf-8"))
-        found = Running(**{name: data[name] for name in Running.__dataclass_fields__})
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    alive = isinstance(found.pid, int) and pid_alive(found.pid) and serving(cache_dir)
-    return found if alive else None
+        if trusted_server(str(cache_dir), need_socket=False) is None:
+            return None, ""
+        data: dict[str, Any] = read_advertisement(str(cache_dir))
+        found = Running(
+            pid=data["pid"],
+            url=str(data.get("url") or ""),
+            port=int(data.get("port") or 0),
+            socket=data.get("socket"),
+            vault=str(data.get("vault") or ""),
+            started=str(data.get("started") or ""),
+            auth=str(data.get("auth") or "vault"),
+            lock_fd=data.get("lock_fd"),
+        )
+    except Untrusted as exc:
+        return None, str(exc)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"unreadable: {exc}"
+    return found, ""
 
 
 class ServerRunning(VaultmemError):
@@ -115,14 +145,47 @@ def server_running(cache_dir: Path) -> ServerRunning:
 
 
 @contextlib.contextmanager
-def _server_lock(cache_dir: Path) -> Iterator[None]:
-    """Held for the server's life; a second server for the same cache is refused."""
-    with open(cache_dir / LOCK_NAME, "a") as handle:
+def _server_lock(cache_dir: Path) -> Iterator[tuple[int, int, int]]:
+    """Held for the server's life; a second server for the same cache is refused. The
+    file is this user's and private (0600, no link followed): another user who could
+    open it could hold the lock and pass for a server. Yields its (device, inode) and
+    the descriptor that holds it (advertised: clients check that it does)."""
+    path = cache_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise VaultmemError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        problem = trust_problem(str(path), info)
+        if problem:
+            raise VaultmemError(f"refusing the server lock: {problem}; remove it")
+        if info.st_mode & 0o077:
+            os.fchmod(fd, 0o600)  # an older server's 0644: others could open it and hold it
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise server_running(cache_dir) from None
-        yield
+        yield info.st_dev, info.st_ino, fd
+    finally:
+        os.close(fd)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _lost(cache_dir: Path, advert: tuple[int, int] | None, lock: tuple[int, ...]) -> str:
+    """Why this server is no longer the one its cache names ("" while it is)."""
+    if _identity(cache_dir / ADVERTISEMENT) != advert:
+        return f"{cache_dir / ADVERTISEMENT} was removed or replaced"
+    if _identity(cache_dir / LOCK_NAME) != lock[:2]:
+        return f"{cache_dir / LOCK_NAME} was removed or replaced"
+    return ""
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -209,12 +272,23 @@ def _watcher(config: Config, vault: OpenVault, log: Log) -> Callable[[], None]:
 
 
 def _advertise(cache_dir: Path, found: Running) -> None:
-    from vaultmem.atomic import atomic_write
+    """Write the advertisement: private (0600) from its first byte and whole, so a client
+    that reads it while the server starts never sees an empty file; renamed into place,
+    which replaces a link planted there rather than writing where it points."""
+    import tempfile
 
-    # Only its user may read where the socket is; written whole, so a client that reads
-    # it while the server starts never sees an empty file.
     data = json.dumps(found.as_json(), indent=2) + "\n"
-    atomic_write(cache_dir / ADVERTISEMENT, data.encode(), mode=0o600)
+    fd, temp = tempfile.mkstemp(prefix=".server.json.", dir=cache_dir)  # O_EXCL, 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, cache_dir / ADVERTISEMENT)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 def _withdraw(cache_dir: Path) -> None:
@@ -236,15 +310,16 @@ def serve(
     close everything and remove the advertisement.
 
     ``log`` gets one line per forwarded command, watcher batch and warning; ``on_ready``
-    the advertisement once every listener accepts. Raises ServerRunning when a server
-    already runs for this cache, ConfigError for a non-loopback host without a token.
+    the advertisement once every listener accepts. It also stops, logging why, when its
+    advertisement or its lock file is removed or replaced. Raises ServerRunning when a
+    server already runs for this cache, ConfigError for a non-loopback host without a
+    token.
     """
     from vaultmem.servers.rest import check_bind
 
     check_bind(options.host, options.token)
-    cache_dir = config.cache_dir
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with _server_lock(cache_dir), contextlib.ExitStack() as stack:
+    cache_dir = make_cache(config.cache_dir)
+    with _server_lock(cache_dir) as lock, contextlib.ExitStack() as stack:
         vault = OpenVault(config, warm=True)
         stack.callback(vault.close)
         sock = _listen(options.host, options.port)
@@ -262,13 +337,20 @@ def serve(
             socket=forward_path,
             vault=str(config.vault),
             started=datetime.now(UTC).isoformat(timespec="seconds"),
+            auth=options.auth,
+            lock_fd=lock[2],
         )
         _advertise(cache_dir, found)
         stack.callback(_withdraw, cache_dir)
+        advert = _identity(cache_dir / ADVERTISEMENT)
         on_ready(found)
         with contextlib.suppress(KeyboardInterrupt):
             while server.is_alive():
-                server.join(0.5)
+                server.join(WATCH_S)
+                lost = _lost(cache_dir, advert, lock)
+                if lost:
+                    log(f"stopping: {lost}; nobody can find this server any more")
+                    break
 
 
 def _start_forwarding(
@@ -325,3 +407,96 @@ def quiet_loggers(stream: Any) -> None:
         logger.addHandler(handler)
         logger.propagate = False
         logger.setLevel(logging.WARNING)
+
+
+@dataclass(frozen=True)
+class ServerProcess:
+    """A vaultmem server process of this user running for a vault (found in ``/proc``).
+
+    ``command``: ``serve``, ``mcp`` or ``mcp --http``; ``holds_lock``: it holds the
+    cache's server lock open (the file there now, or one removed under it).
+    """
+
+    pid: int
+    command: str
+    holds_lock: bool
+
+
+def server_processes(vault: Path, cache_dir: Path) -> list[ServerProcess]:
+    """Every `vaultmem serve` and `vaultmem mcp` of this user running for ``vault``: the
+    ones holding ``<cache>/server.lock`` open, and the ones whose command line names the
+    vault (``--vault``, ``VAULTMEM_VAULT``, else found upward from their folder; a named
+    vault is not resolved). [] where there is no ``/proc``."""
+    from vaultmem.agent.claude_settings import vaultmem_args
+    from vaultmem.client import split_roots
+
+    lock = str(cache_dir / LOCK_NAME)
+    try:
+        pids = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+    except OSError:
+        return []
+    found = []
+    for pid in pids:
+        try:
+            if pid == os.getpid() or os.stat(f"/proc/{pid}").st_uid != os.getuid():
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                words = [os.fsdecode(w) for w in file.read().split(b"\0") if w]
+        except OSError:
+            continue
+        args = vaultmem_args(words)
+        split = split_roots(args) if args is not None else None
+        command = _server_command(split[1]) if split else None
+        if split is None or command is None:
+            continue
+        holds = _holds_open(pid, lock)
+        if holds or _vault_of(pid, split[0].get("--vault")) == vault.resolve():
+            found.append(ServerProcess(pid, command, holds))
+    return found
+
+
+def _server_command(args: list[str]) -> str | None:
+    """``serve``, ``mcp`` or ``mcp --http`` when ``args`` (from the command word on) run
+    a server, else None (`serve status`, `serve stop`, any other command)."""
+    if args[:1] == ["serve"] and not (args[1:2] and args[1] in ("stop", "status", "token")):
+        return "serve"
+    if args[:1] == ["mcp"]:
+        return "mcp --http" if "--http" in args[1:] else "mcp"
+    return None
+
+
+def _holds_open(pid: int, path: str) -> bool:
+    """Whether process ``pid`` has ``path`` open (or had it, before it was removed)."""
+    folder = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            target = os.readlink(f"{folder}/{name}")
+        except OSError:
+            continue
+        if target in (path, f"{path} (deleted)"):
+            return True
+    return False
+
+
+def _vault_of(pid: int, flag: str | None) -> Path | None:
+    """The vault folder process ``pid`` serves, as far as its arguments, environment and
+    folder tell (None when they name a vault this cannot resolve)."""
+    from vaultmem.config import find_vault
+
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            environ = file.read().split(b"\0")
+    except OSError:
+        return None
+    prefix = b"VAULTMEM_VAULT="
+    named = next((os.fsdecode(e[len(prefix) :]) for e in environ if e.startswith(prefix)), "")
+    choice = flag or named
+    if not choice:
+        return find_vault(Path(cwd))
+    path = Path(cwd, os.path.expanduser(choice))
+    return path.resolve() if path.is_dir() else None

@@ -1,0 +1,61 @@
+"""The environment variables vaultmem's commands read, named once.
+
+:mod:`vaultmem.config` turns :data:`ENV_KEYS` into configuration; the thin client
+(:mod:`vaultmem.client`) forwards exactly :data:`COMMAND_ENV` to a running server, and
+the server applies exactly those to the command it runs, nothing else: a shell's API
+keys, tokens and other secrets never leave the process that holds them.
+
+No imports: the thin client loads this module before every command.
+"""
+
+from __future__ import annotations
+
+# Environment variables and the dotted config key each one sets.
+ENV_KEYS: dict[str, str] = {
+    "VAULTMEM_CACHE_DIR": "cache_dir",
+    "VAULTMEM_INCLUDE": "include",
+    "VAULTMEM_EXCLUDE": "exclude",
+    "VAULTMEM_EMBEDDER": "embedder",
+    "VAULTMEM_QUERY_EXPAND": "query.expand",
+    "VAULTMEM_STM_HALF_LIFE": "memory.stm_half_life",
+    "VAULTMEM_PRIOR_WEIGHT": "memory.prior_weight",
+    "VAULTMEM_REVIEW_SHARE": "memory.review_share",
+    "VAULTMEM_LOCK_TIMEOUT": "lock_timeout",
+    "VAULTMEM_CHROMA_HOST": "chroma.host",
+    "VAULTMEM_CHROMA_PORT": "chroma.port",
+    "VAULTMEM_CHROMA_TOKEN": "chroma.token",
+    "VAULTMEM_CHROMA_SSL": "chroma.ssl",
+}
+for _name in ("embed", "llm", "rerank"):
+    for _suffix, _key in (
+        ("URL", "url"),
+        ("API_KEY", "api_key"),
+        ("MODEL", "model"),
+        ("BATCH_SIZE", "batch_size"),
+        ("CONCURRENCY", "concurrency"),
+        ("TIMEOUT", "timeout"),
+        ("MAX_RETRIES", "max_retries"),
+        ("TPM", "tpm_limit"),
+        ("MAX_CHARS", "max_chars"),
+        ("DIMENSIONS", "dimensions"),
+    ):
+        ENV_KEYS[f"VAULTMEM_{_name.upper()}_{_suffix}"] = f"{_name}.{_key}"
+
+# Everything a forwarded command (`search`, `vsearch`, `query`, `surface`, `hook prompt`)
+# reads from the environment: the configuration above; which vault and which user config
+# (VAULTMEM_VAULT, VAULTMEM_CONFIG, HOME and XDG_CONFIG_HOME for ~ and the config file);
+# the pinned clock; the hook's fallback log (XDG_CACHE_HOME); the width click wraps
+# --help to. Never the server token: no forwarded command needs it.
+COMMAND_ENV: frozenset[str] = frozenset(
+    {
+        *ENV_KEYS,
+        "VAULTMEM_VAULT",
+        "VAULTMEM_CONFIG",
+        "VAULTMEM_NOW",
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+        "COLUMNS",
+        "LINES",
+    }
+)
