@@ -1,24 +1,39 @@
 """Hybrid `query` latency, and what the memory prior does to quality and speed.
 
-    python benchmarks/bench_query.py            # all three parts
-    python benchmarks/bench_query.py latency    # one part: latency|prior|sweep|search-cost
+    python benchmarks/bench_query.py            # every part
+    python benchmarks/bench_query.py latency    # one part: latency|oneshot|prior|sweep|search-cost
+    python benchmarks/bench_query.py latency oneshot --vault DIR   # on an embedded copy
 
 - latency: in-process `query` (local embedder, no LLM, no reranker, memory prior on) on
-  every dev query after 20 warm-up queries: p50/p95 ms;
+  every dev query after 20 warm-up queries: median/p95 ms (`--vault`: that vault instead
+  of bench-vaults/dev);
+- oneshot: whole-process `vaultmem --vault DIR query TEXT -n 10` for the first
+  ``--oneshot`` (30) dev queries after 3 warm-up runs: median and p95 seconds;
 - prior: recall/MRR/nDCG of search, vsearch and query on the dev vault made with
   `make_vault.py --frontmatter` (random but deterministic `created` dates), with the
   memory prior and review slots (the defaults) and without them;
 - sweep: MRR@10 of search and query on dev-fm for prior weights 0 to 0.3;
 - search-cost: in-process `search` on the scale vault with and without the prior (the
   prior reorders 30 candidates instead of returning 10), medians and their ratio.
+
+latency and oneshot compare side by side with ``--against CHECKOUT [--against-vault
+DIR]``: the code of another commit (``git archive REV | tar -x -C CHECKOUT``) runs with
+``PYTHONPATH`` at it, each query alternating between the two (latency: two warm worker
+processes), so load from anything else on the machine falls on both alike; the report
+gives the ratio.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from common import make_vault, median, percentile, queries
 
@@ -34,13 +49,13 @@ METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
 
 
 def _query_runner(
-    ranking: RankingOptions | None, *, frontmatter: bool = False
+    ranking: RankingOptions | None, *, frontmatter: bool = False, vault: Path | None = None
 ) -> Callable[[str], list[str]]:
     from vaultmem.inference.local import LocalEmbedder
     from vaultmem.retrieval.query import Backends, QueryOptions, query
     from vaultmem.retrieval.vsearch import VectorIndex
 
-    config = build(make_vault("dev", frontmatter=frontmatter), {})
+    config = build(vault or make_vault("dev", frontmatter=frontmatter), {})
     index = LexicalIndex.open(config.cache_dir)
     embedder = LocalEmbedder()
     backends = Backends(embedder=embedder, vectors=VectorIndex(config, embedder))
@@ -55,20 +70,93 @@ def _query_runner(
     return run
 
 
+def _sides() -> list[tuple[str, dict[str, str], Path]]:
+    """(label, environment, vault) of each code measured: this one, and with
+    ``--against PATH`` the code at PATH too (on ``--against-vault``, else the same vault)."""
+    vault = ARGS.vault or make_vault("dev")
+    env = {**os.environ, "VAULTMEM_NOW": NOW.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    sides = [("this code", env, vault)]
+    if ARGS.against:
+        other = {**env, "PYTHONPATH": str(ARGS.against)}
+        sides.append((f"code at {ARGS.against}", other, ARGS.against_vault or vault))
+    return sides
+
+
+def _report(label: str, times: dict[str, list[float]], unit: str, scale: float) -> None:
+    base = None
+    for side, values in times.items():
+        p50 = median(values) * scale
+        ratio = f", {p50 / base:.3f}x the first" if base else ""
+        base = base or p50
+        print(
+            f"{label}, {side}: median {p50:.{3 if unit == 's' else 1}f} {unit}, "
+            f"p95 {percentile(values, 95) * scale:.{3 if unit == 's' else 1}f} {unit}{ratio}"
+        )
+
+
 def latency() -> None:
-    run = _query_runner(RankingOptions(now=NOW))
+    """In-process `query` of each side in its own worker process, queries alternating
+    between them (the order flips every query), so both see the same machine."""
+    workers = {}
+    for label, env, vault in _sides():
+        args = [sys.executable, __file__, "worker", "--vault", str(vault)]
+        workers[label] = subprocess.Popen(
+            args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def ask(label: str, text: str) -> float:
+        worker = workers[label]
+        assert worker.stdin is not None and worker.stdout is not None
+        worker.stdin.write(json.dumps(text) + "\n")
+        worker.stdin.flush()
+        return float(worker.stdout.readline())
+
     qs = queries()
+    labels = list(workers)
     for q in qs[:20]:
-        run(q["query"])
-    times = []
-    for q in qs:
+        for label in labels:
+            ask(label, q["query"])
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    for i, q in enumerate(qs):
+        for label in labels if i % 2 == 0 else labels[::-1]:
+            times[label].append(ask(label, q["query"]))
+    for worker in workers.values():
+        assert worker.stdin is not None
+        worker.stdin.close()
+        worker.wait()
+    _report(f"query latency, warm, {len(qs)} dev queries", times, "ms", 1.0)
+
+
+def worker() -> None:
+    """One side of `latency`: a JSON query text a line in, its wall milliseconds out."""
+    run = _query_runner(RankingOptions(now=NOW), vault=ARGS.vault)
+    for line in sys.stdin:
         start = time.perf_counter()
-        run(q["query"])
-        times.append((time.perf_counter() - start) * 1000)
-    print(
-        f"query latency, dev vault, {len(qs)} queries: p50 {percentile(times, 50):.1f} ms, "
-        f"p95 {percentile(times, 95):.1f} ms (target p50 ≤ 120 ms)"
-    )
+        run(json.loads(line))
+        print(f"{(time.perf_counter() - start) * 1000:.3f}", flush=True)
+
+
+def oneshot() -> None:
+    """Whole-process `vaultmem query` (model load, index and store opening included), each
+    query run by every side in turn (the order flips every query)."""
+    exe = str(Path(sys.executable).parent / "vaultmem")  # the console script
+    sides = _sides()
+
+    def once(env: dict[str, str], vault: Path, text: str) -> float:
+        start = time.perf_counter()
+        args = [exe, "--vault", str(vault), "query", text, "-n", "10", "--quiet"]
+        subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL)
+        return time.perf_counter() - start
+
+    qs = queries()[: ARGS.oneshot]
+    for q in qs[:3]:
+        for _, env, vault in sides:
+            once(env, vault, q["query"])
+    times: dict[str, list[float]] = {label: [] for label, _, _ in sides}
+    for i, q in enumerate(qs):
+        for label, env, vault in sides if i % 2 == 0 else sides[::-1]:
+            times[label].append(once(env, vault, q["query"]))
+    _report(f"one-shot `vaultmem query`, {len(qs)} dev queries", times, "s", 1.0)
 
 
 def _runners(ranking: RankingOptions | None) -> dict[str, Callable[[str], list[str]]]:
@@ -166,9 +254,30 @@ def search_cost() -> None:
     print(f"ratio prior/plain p50: {out['prior'][0] / out['plain'][0]:.2f}")
 
 
+ARGS = argparse.Namespace(vault=None, oneshot=30, against=None, against_vault=None)
+
+
 def main() -> None:
-    parts = {"latency": latency, "prior": prior, "sweep": sweep, "search-cost": search_cost}
-    for name in sys.argv[1:] or list(parts):
+    global ARGS
+    parts = {
+        "latency": latency,
+        "oneshot": oneshot,
+        "worker": worker,
+        "prior": prior,
+        "sweep": sweep,
+        "search-cost": search_cost,
+    }
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("parts", nargs="*", metavar="PART", help=", ".join(parts))
+    parser.add_argument("--vault", type=Path, default=None, help="an indexed, embedded vault")
+    parser.add_argument("--oneshot", type=int, default=30, help="queries for `oneshot`")
+    parser.add_argument("--against", type=Path, default=None, help="a checkout to compare with")
+    parser.add_argument("--against-vault", type=Path, default=None, help="its vault copy")
+    ARGS = parser.parse_args()
+    unknown = [name for name in ARGS.parts if name not in parts]
+    if unknown:
+        parser.error(f"unknown part {unknown[0]!r}: one of {', '.join(parts)}")
+    for name in ARGS.parts or [p for p in parts if p != "worker"]:
         parts[name]()
 
 

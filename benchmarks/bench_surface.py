@@ -2,8 +2,11 @@
 
 Every dev query is a prompt that should surface its note; every prompt of
 ``bench/prompts/offtopic.jsonl`` should surface nothing. One retrieval pass per prompt
-(:func:`vaultmem.agent.surface.candidates`), then the floor and relative cut-off are
-swept in process (:func:`~vaultmem.agent.surface.select`), so the curve costs seconds.
+(:func:`vaultmem.agent.surface.candidates`), then the shipped speak decision
+(:func:`~vaultmem.agent.speak.select`) and the same with its bias moved by ``SHIFTS``
+(more or less willing to speak) are scored in process, so the curve costs seconds. The
+decision was fit on agent prompts over example-vault (bench_surface_prompts.py), not on
+these one-line man-page descriptions.
 Then the whole-process latency of ``vaultmem surface PROMPT`` (median of 20) against a
 bare ``python -c "import json"`` in the same run.
 
@@ -19,19 +22,19 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from common import BENCH, VAULTS, make_vault, note_id, queries
 
 from vaultmem import config as vconfig
+from vaultmem.agent import speak
 from vaultmem.agent import surface as sf
 from vaultmem.index.lexical import LexicalIndex
 
 CACHE = VAULTS / "caches" / "surface-dev"
-FLOORS = [0.0, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8]
-COSINES = [0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 1.1]
-CUTOFFS = [0.0, 0.5, 0.6, 0.7, 0.85]
+SHIFTS = [-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0]
 ENV = {**os.environ, "VAULTMEM_EMBEDDER": "none"}
 
 
@@ -65,60 +68,40 @@ def _passes(
     return out
 
 
-def _block(cfg, decision, found, floor, cutoff, cosine=sf.COSINE_FLOOR, budget=sf.DEFAULT_BUDGET):
-    if decision.reason:
+def _model(found: list[sf.Candidate], shift: float) -> speak.SpeakModel:
+    base = speak.VECTOR_MODEL if any(c.cosine is not None for c in found) else speak.KEYWORD_MODEL
+    return replace(base, bias=base.bias + shift)
+
+
+def _block(cfg, decision, found, shift=0.0, budget=sf.DEFAULT_BUDGET):
+    if decision.reason or not found:
         return "", []
-    bar = floor * (sf.FORCED_FLOOR_FACTOR if decision.forced else 1.0)
-    chosen = sf.select(found, floor=bar, cutoff=cutoff, cosine_floor=cosine)
+    chosen = speak.select(found, forced=decision.forced, model=_model(found, shift))
     return sf.build_block(cfg, chosen, budget)
 
 
-def _row(cfg, dev, dev_runs, off_runs, floor, cutoff, cosine) -> dict:
+def _row(cfg, dev, dev_runs, off_runs, shift) -> dict:
     hit = sum(
-        any(note_id(c.hit.path) in q["relevant"] for c in _block(cfg, *r, floor, cutoff, cosine)[1])
+        any(note_id(c.hit.path) in q["relevant"] for c in _block(cfg, *r, shift)[1])
         for q, r in zip(dev, dev_runs, strict=True)
     )
-    quiet = sum(not _block(cfg, *r, floor, cutoff, cosine)[0] for r in off_runs)
+    quiet = sum(not _block(cfg, *r, shift)[0] for r in off_runs)
     return {
-        "floor": floor,
-        "cutoff": cutoff,
-        "cosine": cosine,
+        "bias_shift": shift,
         "hit_rate": round(hit / len(dev), 4),
         "abstention": round(quiet / len(off_runs), 4),
     }
 
 
-def sweep(cfg, dev, dev_runs, off_runs, vectors: bool) -> list[dict]:
-    rows = [
-        _row(cfg, dev, dev_runs, off_runs, floor, cutoff, sf.COSINE_FLOOR)
-        for cutoff in CUTOFFS
-        for floor in FLOORS
-    ]
-    if vectors:
-        rows += [
-            _row(cfg, dev, dev_runs, off_runs, floor, sf.RELATIVE_CUTOFF, cosine)
-            for floor in (sf.COVERAGE_FLOOR, 0.6, 0.65, 0.7, 1.1)
-            for cosine in COSINES
-        ]
-    return rows
-
-
-def sizes(cfg, runs, floor, cutoff) -> dict:
-    tokens = [sf.estimate_tokens(_block(cfg, *r, floor, cutoff)[0]) for r in runs]
-    shown = sorted(t for t in tokens if t)
+def sizes(cfg, runs) -> dict:
+    blocks = [_block(cfg, *r) for r in runs]
+    shown = sorted(sf.estimate_tokens(text) for text, _ in blocks if text)
     p95 = shown[min(len(shown) - 1, int(0.95 * len(shown)))] if shown else 0
     return {
         "blocks": len(shown),
         "median_tokens": statistics.median(shown) if shown else 0,
         "p95_tokens": p95,
-        "median_notes": statistics.median(
-            [
-                len(_block(cfg, *r, floor, cutoff)[1])
-                for r in runs
-                if _block(cfg, *r, floor, cutoff)[1]
-            ]
-            or [0]
-        ),
+        "median_notes": statistics.median([len(kept) for _, kept in blocks if kept] or [0]),
     }
 
 
@@ -163,17 +146,13 @@ def main() -> None:
     dev_runs = _passes(cfg, [q["query"] for q in dev], args.vectors)
     off_runs = _passes(cfg, off, args.vectors)
     retrieval_s = time.perf_counter() - start
-    rows = sweep(cfg, dev, dev_runs, off_runs, args.vectors)
+    rows = [_row(cfg, dev, dev_runs, off_runs, shift) for shift in SHIFTS]
     for row in rows:
         print(json.dumps(row))
-    chosen = {"floor": sf.COVERAGE_FLOOR, "cutoff": sf.RELATIVE_CUTOFF}
-    mine = next(
-        r for r in rows if r["floor"] == chosen["floor"] and r["cutoff"] == chosen["cutoff"]
-    )
     report = {
-        "chosen": mine,
-        "dev_blocks": sizes(cfg, dev_runs, **chosen),
-        "leaks": [p for p, r in zip(off, off_runs, strict=True) if _block(cfg, *r, **chosen)[0]],
+        "shipped": next(r for r in rows if r["bias_shift"] == 0.0),
+        "dev_blocks": sizes(cfg, dev_runs),
+        "leaks": [p for p, r in zip(off, off_runs, strict=True) if _block(cfg, *r)[0]],
         "retrieval_s_per_prompt": round(retrieval_s / (len(dev) + len(off)), 4),
     }
     if not args.skip_latency:

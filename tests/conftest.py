@@ -48,6 +48,9 @@ def _isolated_env(
     # Lexical tests skip the embedding stage of `index`; vector tests turn it back on
     # with the `vectors_on` fixture (the real default: the in-process MiniLM).
     monkeypatch.setenv("VAULTMEM_EMBEDDER", "none")
+    # A SessionStart hook would start a server that outlives the test: the tests of that
+    # turn it back on.
+    monkeypatch.setenv("VAULTMEM_HOOKS_START_SERVER", "0")
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))

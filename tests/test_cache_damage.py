@@ -7,11 +7,13 @@ compares the results with those of the clean build.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +24,14 @@ import pytest
 from conftest import Cli, run_vaultmem
 
 QUERIES = ("redis cache failover", "python style", "deploy kubernetes helm")
+PINNED_NOW = "2026-12-01T09:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def _pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scores hold the memory prior, which reads the clock: runs compared here must see
+    the same time."""
+    monkeypatch.setenv("VAULTMEM_NOW", PINNED_NOW)
 
 
 def _files(target: Path) -> list[Path]:
@@ -235,10 +245,31 @@ def test_status_lists_notes_with_invalid_values(cli: Cli, vault: Path) -> None:
 # -- vectors ----------------------------------------------------------------------------
 
 
-VECTOR_TARGETS = {
-    "chroma": lambda cache: cache / "chroma",
-    "fragments": lambda cache: cache / "fragments.json",
-    "record": lambda cache: next((cache / "vectors").glob("*.ids")),
+def _damage_file(where: Callable[[Path], Path]) -> Callable[[Path, str], None]:
+    return lambda cache, damage: DAMAGE[damage](where(cache))
+
+
+def _damage_fragment_rows(cache: Path, damage: str) -> None:
+    """The manifest's fragment rows: all deleted, each cut in half, or each random text."""
+    rng = random.Random(damage)
+    with contextlib.closing(sqlite3.connect(cache / "manifest.sqlite")) as db, db:
+        rows = db.execute("SELECT size, content, refs FROM fragments").fetchall()
+        assert rows
+        if damage == "delete":
+            db.execute("DELETE FROM fragments")
+        for size, content, refs in rows if damage != "delete" else ():
+            if damage == "truncate":
+                bad = refs[: len(refs) // 2]
+            else:
+                bad = rng.randbytes(len(refs)).decode("latin-1")
+            sql = "UPDATE fragments SET refs = ? WHERE size = ? AND content = ?"
+            db.execute(sql, (bad, size, content))
+
+
+VECTOR_TARGETS: dict[str, Callable[[Path, str], None]] = {
+    "chroma": _damage_file(lambda cache: cache / "chroma"),
+    "fragments": _damage_fragment_rows,
+    "record": _damage_file(lambda cache: next((cache / "vectors").glob("*.ids"))),
 }
 
 
@@ -274,7 +305,7 @@ def test_vector_caches_heal(
     cli = Cli(vault)
     clean = _searches(cli, "vsearch")
     cache = vault / ".vaultmem"
-    DAMAGE[damage](VECTOR_TARGETS[target](cache))
+    VECTOR_TARGETS[target](cache, damage)
 
     broken = cli("vsearch", QUERIES[0], ok=False)
     _no_traceback(broken)
@@ -316,7 +347,7 @@ def _many_notes(root: Path, count: int) -> None:
 
 
 # The module fixture runs before the per-test environment isolation: say it explicitly.
-_KEYWORDS_ONLY = {**os.environ, "VAULTMEM_EMBEDDER": "none"}
+_KEYWORDS_ONLY = {**os.environ, "VAULTMEM_EMBEDDER": "none", "VAULTMEM_NOW": PINNED_NOW}
 
 
 def _run(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:

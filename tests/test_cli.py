@@ -53,7 +53,10 @@ def test_touched_but_unchanged_file_is_not_reindexed(cli: Cli, vault: Path) -> N
     assert cli("index").stdout.startswith("0 added, 0 updated, 53 unchanged")
 
 
-def test_rebuilding_the_cache_gives_identical_results(cli: Cli, vault: Path) -> None:
+def test_rebuilding_the_cache_gives_identical_results(
+    cli: Cli, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VAULTMEM_NOW", "2026-12-01T09:00:00Z")  # scores hold the prior
     cli("index")
     queries = ["postgres migrations", "flaky tests", "redis", "release", "webhook outage"]
     before = [cli("search", q, "--json").stdout for q in queries]
@@ -262,4 +265,47 @@ def test_every_command_has_help_and_a_readme_entry() -> None:
 def test_one_short_word_matches_titles_by_prefix(cli: Cli) -> None:
     cli("index")
     hits = cli.json_lines("search", "pgb", "-n", "3")
-    assert hits and hits[0]["path"] == "research/PgBouncer connection pooling.md"
+    assert {h["path"] for h in hits[:2]} == {
+        "research/PgBouncer connection pooling.md",
+        "handoffs/2026-10-30 pgbouncer rollout.md",
+    }
+
+
+def test_a_word_the_vault_lacks_matches_body_words_by_prefix(cli: Cli) -> None:
+    # "pagin" is in no note; "paginated" is, in the body of the API's README only.
+    cli("index")
+    hits = cli.json_lines("search", "pagin", "-n", "3")
+    assert [h["path"] for h in hits] == ["projects/harbor-api/README.md"]
+    assert "paginated" in hits[0]["snippet"]  # the snippet shows the word that matched
+    both = cli.json_lines("search", "orders pagin", "-n", "3")
+    assert both[0]["path"] == "projects/harbor-api/README.md"
+    # Bounded: a word the vault holds is never widened ("redis" is not "redistribute").
+    from vaultmem.config import build
+    from vaultmem.index.lexical import LexicalIndex
+
+    index = LexicalIndex.open(build(cli.vault, {}).cache_dir)
+    assert index.matched_terms("redis pagin") == ["redi", "pagin", "paginat"]
+
+
+@pytest.mark.parametrize("query", ["redis cache", "stripe webhook", "postgres migrations"])
+def test_search_scores_are_the_rank_order_and_explain_shows_the_parts(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    monkeypatch.setenv("VAULTMEM_NOW", "2026-12-01T09:00:00Z")
+    cli("index")
+    hits = cli.json_lines("search", query, "-n", "10")
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    explained = cli.json_lines("search", query, "-n", "10", "--explain")
+    assert [h["path"] for h in explained] == [h["path"] for h in hits]
+    for hit in explained:
+        parts = hit["explain"]
+        # The shown score is the BM25F score moved by the prior, in BM25F units.
+        assert hit["score"] == pytest.approx(parts["scaled"], abs=1e-5)
+        relevance = parts["retrieval"] / max(h["explain"]["retrieval"] for h in explained)
+        assert parts["relevance"] == pytest.approx(relevance, abs=1e-5)
+        assert set(parts["factors"]) == {"recency", "confidence", "quality"}
+    plain = cli.json_lines("search", query, "-n", "10", "--no-prior", "--no-review")
+    assert [h["score"] for h in plain] == sorted(h["score"] for h in plain)[::-1]
+    out = cli("search", query, "-n", "3", "--explain").stdout
+    assert "bm25 " in out and "prior " in out and "(rank 1)" in out

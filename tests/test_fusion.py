@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from vaultmem.retrieval import fusion as fu
-from vaultmem.retrieval.fusion import RankedList, blend, mmr_demote, rrf, strong_signal
+from vaultmem.retrieval.fusion import (
+    ListScale,
+    ScoredList,
+    blend,
+    mmr_demote,
+    strong_signal,
+    zscore_fuse,
+)
 
 # --- normalise ---------------------------------------------------------------------------
 
@@ -96,82 +103,98 @@ def test_strong_signal_is_absolute_not_relative() -> None:
     assert not strong_signal([5.218, 3.394, 3.332])
 
 
-# --- reciprocal rank fusion --------------------------------------------------------------
+# --- z-score fusion ------------------------------------------------------------------------
 
 
-def test_rrf_two_lists_by_hand() -> None:
-    lists = [RankedList("bm25:original", ("a", "b"), 2.0), RankedList("vec:v1", ("a", "c"), 1.0)]
-    out = rrf(lists)
-    assert [doc for doc, _ in out] == ["a", "b", "c"]
-    scores = dict(out)
-    # a: rank 1 in both → 2/61 + 1/61 = 3/61 = 0.0491803…
-    assert scores["a"] == pytest.approx(3 / 61) == pytest.approx(0.04918033)
-    # b: rank 2 in the weight-2 list → 2/62 = 0.0322581…
-    assert scores["b"] == pytest.approx(0.03225806)
-    # c: rank 2 in the weight-1 list → 1/62 = 0.0161290…
-    assert scores["c"] == pytest.approx(0.01612903)
+def test_list_scale_by_hand() -> None:
+    # [3, 1, 2]: floor 1, mean 2, variance (1 + 1 + 0)/3 = 2/3, sd √(2/3) = 0.816497.
+    scale = fu.list_scale([3.0, 1.0, 2.0])
+    assert scale.floor == 1.0
+    assert scale.sd == pytest.approx(0.81649658)
+    # (3 − 1)/0.816497 = 2.449490: two points above the floor, in standard deviations.
+    assert scale.lift(3.0) == pytest.approx(2.44948974)
+    assert fu.list_scale([]) == ListScale(0.0, 0.0)
+    # All equal: no spread, every item one step above an id the list lacks.
+    assert fu.list_scale([0.7, 0.7]).sd == 0.0
+    assert fu.list_scale([0.7]).lift(0.7) == 1.0
 
 
-def test_rrf_original_and_variants_by_hand() -> None:
+def test_list_scale_ignores_rounding_noise() -> None:
+    # 0.1 + 0.2 and 0.3 differ in the last bit: a tie, not a spread of 5.5e-17 that would
+    # turn the tie into a difference of one standard deviation.
+    assert fu.list_scale([0.1 + 0.2, 0.3]).sd == 0.0
+
+
+def test_lifts_by_hand() -> None:
+    lifted = fu.lifts([("a", 3.0), ("b", 1.0), ("c", 2.0)])
+    assert lifted == pytest.approx({"a": 2.44948974, "b": 0.0, "c": 1.22474487})
+    # The z-score shifted by the lowest z: z(a) − z(b) = (3 − 2)/sd − (1 − 2)/sd.
+    sd = (2 / 3) ** 0.5
+    assert lifted["a"] == pytest.approx((3 - 2) / sd - (1 - 2) / sd)
+    # A repeated id counts once, with its first score: b's 9.0 is ignored.
+    assert fu.lifts([("a", 2.0), ("b", 1.0), ("b", 9.0)]) == {"a": 2.0, "b": 0.0}
+    # One hit: it matched, nothing to rank it against.
+    assert fu.lifts([("only", 0.42)]) == {"only": 1.0}
+
+
+def test_zscore_fuse_two_lists_by_hand() -> None:
+    # L1 = a 3, b 1, c 2 (floor 1, sd 0.8165); L2 = b 0.9, d 0.5 (floor 0.5, mean 0.7,
+    # sd 0.2), weight 2. a = 2.449; b = 0 + 2 · (0.9 − 0.5)/0.2 = 4; c = 1.225; d = 0.
+    out = zscore_fuse(
+        [
+            ScoredList("bm25:original", (("a", 3.0), ("b", 1.0), ("c", 2.0)), 1.0),
+            ScoredList("vec:original", (("b", 0.9), ("d", 0.5)), 2.0),
+        ]
+    )
+    assert [doc for doc, _ in out] == ["b", "a", "c", "d"]
+    assert dict(out) == pytest.approx({"b": 4.0, "a": 2.44948974, "c": 1.22474487, "d": 0.0})
+
+
+def test_zscore_fuse_keeps_how_far_ahead_a_top_hit_is() -> None:
+    # What rank fusion cannot see: x leads the keyword list by a landslide, y is first in
+    # the vector list by a hair. Ranks alone make them equal (1st and 2nd in one list
+    # each); the scores say x. Keyword: x 10, y 2, z 1 (floor 1, mean 13/3, sd 4.0277);
+    # vector: y 0.61, x 0.60, z 0.30 (floor 0.30, mean 0.5033, sd 0.14384).
+    keyword = ScoredList("bm25:original", (("x", 10.0), ("y", 2.0), ("z", 1.0)), 1.0)
+    vector = ScoredList("vec:original", (("y", 0.61), ("x", 0.60), ("z", 0.30)), 1.0)
+    fused = dict(zscore_fuse([keyword, vector]))
+    # x = 9/4.0277 + 0.30/0.14384 = 2.2345 + 2.0857 = 4.3202
+    assert fused["x"] == pytest.approx(4.3202, abs=1e-4)
+    # y = 1/4.0277 + 0.31/0.14384 = 0.2483 + 2.1552 = 2.4035
+    assert fused["y"] == pytest.approx(2.4035, abs=1e-4)
+    assert fused["z"] == 0.0
+
+
+def test_zscore_fuse_ties_break_by_best_rank_then_id() -> None:
+    # A list of two scores 2 and 1 (floor 1, sd 0.5) lifts its leader by 2: b leads list
+    # x, c leads list y, both at 2 with best rank 1, so by id; "0" is last in both (0).
     lists = [
-        RankedList("bm25:original", ("a", "b", "c"), fu.ORIGINAL_WEIGHT),
-        RankedList("vec:original", ("b", "a", "d"), fu.ORIGINAL_WEIGHT),
-        RankedList("bm25:lex-1", ("e", "a"), fu.VARIANT_WEIGHT),
-        RankedList("vec:vec-1", ("d", "e"), fu.VARIANT_WEIGHT),
+        ScoredList("x", (("b", 2.0), ("0", 1.0)), 1.0),
+        ScoredList("y", (("c", 2.0), ("0", 1.0)), 1.0),
     ]
-    out = rrf(lists)
-    scores = dict(out)
-    # a: 2/61 + 2/62 + 1/62 = 0.0327869 + 0.0322581 + 0.0161290 = 0.0811740
-    assert scores["a"] == pytest.approx(0.08117398)
-    # b: 2/62 + 2/61 = 0.0322581 + 0.0327869 = 0.0650450
-    assert scores["b"] == pytest.approx(0.06504495)
-    # d: 2/63 + 1/61 = 0.0317460 + 0.0163934 = 0.0481395
-    assert scores["d"] == pytest.approx(0.04813947)
-    # e (only in variant lists): 1/61 + 1/62 = 0.0163934 + 0.0161290 = 0.0325225
-    assert scores["e"] == pytest.approx(0.03252249)
-    # c: 2/63 = 0.0317460 — the variant-only e beats the original list's third hit.
-    assert scores["c"] == pytest.approx(0.03174603)
-    assert [doc for doc, _ in out] == ["a", "b", "d", "e", "c"]
+    assert zscore_fuse(lists) == [("b", 2.0), ("c", 2.0), ("0", 0.0)]
+    # Same score and best rank: by id, whatever the list order.
+    swapped = [ScoredList("x", (("a", 1.0),), 1.0), ScoredList("y", (("b", 1.0),), 1.0)]
+    assert zscore_fuse(swapped) == zscore_fuse(swapped[::-1]) == [("a", 1.0), ("b", 1.0)]
 
 
-def test_rrf_ties_break_by_best_rank_then_id() -> None:
-    # k = 0 keeps the sums exact: b = 1/1, c = 1/1, "0" = 1/2 + 1/2 = 1. All tie at 1.0;
-    # b and c were first somewhere (best rank 1), "0" only second (best rank 2), so "0" is
-    # last although it sorts first as a string; b before c by id.
-    lists = [RankedList("x", ("b", "0"), 1.0), RankedList("y", ("c", "0"), 1.0)]
-    assert rrf(lists, k=0) == [("b", 1.0), ("c", 1.0), ("0", 1.0)]
-    # Same score, same best rank → by id: a = 1/61 + 1/62 = b.
-    swapped = [RankedList("x", ("a", "b"), 1.0), RankedList("y", ("b", "a"), 1.0)]
-    out = rrf(swapped)
-    assert out[0][1] == out[1][1]
-    assert [doc for doc, _ in out] == ["a", "b"]
-    # Weight 2 at rank 1 equals weight 1 at rank 1 twice: 2/61 = 1/61 + 1/61, tie by id.
-    twice = [
-        RankedList("o", ("z",), 2.0),
-        RankedList("v1", ("y",), 1.0),
-        RankedList("v2", ("y",), 1.0),
-    ]
-    assert rrf(twice) == [("y", 2 / 61), ("z", 2 / 61)]
-
-
-def test_rrf_empty_and_degenerate_inputs() -> None:
-    assert rrf([]) == []
-    assert rrf([RankedList("bm25:original", (), 2.0)]) == []
+def test_zscore_fuse_empty_and_degenerate_inputs() -> None:
+    assert zscore_fuse([]) == []
+    assert zscore_fuse([ScoredList("bm25:original", (), 1.0)]) == []
     # A weight-0 list still puts its ids in the output, with score 0.
-    assert rrf([RankedList("off", ("a",), 0.0)]) == [("a", 0.0)]
-    # A repeated id counts once, at its first rank: a = 1/61, not 1/61 + 1/63.
-    assert rrf([RankedList("x", ("a", "b", "a"), 1.0)]) == [("a", 1 / 61), ("b", 1 / 62)]
+    assert zscore_fuse([ScoredList("off", (("a", 5.0),), 0.0)]) == [("a", 0.0)]
 
 
-def test_ranked_list_validation() -> None:
-    # Any sequence is stored as a tuple.
-    assert RankedList("x", ["a", "b"], 1.0).ids == ("a", "b")  # type: ignore[arg-type]
+def test_scored_list_validation() -> None:
+    # Any sequence is stored as a tuple of (str, float).
+    made = ScoredList("x", [("a", 1)], 1.0)  # type: ignore[list-item]
+    assert made.items == (("a", 1.0),)
     with pytest.raises(ValueError):
-        RankedList("x", ("a",), -1.0)
+        ScoredList("x", (("a", 1.0),), -1.0)
     with pytest.raises(ValueError):
-        RankedList("x", ("a",), float("nan"))
+        ScoredList("x", (("a", 1.0),), float("nan"))
     with pytest.raises(ValueError):
-        rrf([RankedList("x", ("a",), 1.0)], k=-1)
+        ScoredList("x", (("a", float("inf")),), 1.0)
 
 
 def test_candidates_limit() -> None:
@@ -185,27 +208,46 @@ def test_candidates_limit() -> None:
 
 
 _IDS = st.sampled_from([f"n{i}" for i in range(12)])
-_RANKED = st.builds(
-    RankedList,
-    name=st.sampled_from(["bm25:original", "vec:original", "bm25:lex", "vec:hyde"]),
-    ids=st.lists(_IDS, max_size=10).map(tuple),
-    weight=st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0]),
+_SCORED = st.builds(
+    ScoredList,
+    name=st.sampled_from(["bm25:original", "vec:original", "bm25:lead", "vec:lead"]),
+    items=st.lists(
+        st.tuples(_IDS, st.floats(min_value=-1.0, max_value=30.0, allow_nan=False)),
+        max_size=10,
+    ).map(tuple),
+    weight=st.sampled_from([0.0, 0.5, 1.0, 2.0]),
 )
 
 
-@given(st.lists(_RANKED, max_size=6), st.integers(min_value=0, max_value=100))
-def test_rrf_properties(lists: list[RankedList], k: int) -> None:
-    out = rrf(lists, k=k)
+@given(st.lists(_SCORED, max_size=6))
+def test_zscore_fuse_properties(lists: list[ScoredList]) -> None:
+    out = zscore_fuse(lists)
     ids = [doc for doc, _ in out]
-    union = {doc for ranked in lists for doc in ranked.ids}
+    union = {doc for ranked in lists for doc, _ in ranked.items}
     # A permutation of the union of the ids: each exactly once.
     assert len(ids) == len(set(ids)) == len(union)
     assert set(ids) == union
-    # Scores non-increasing.
+    # Scores non-increasing and never below 0 (nothing sits under a list's floor).
     scores = [score for _, score in out]
     assert all(a >= b for a, b in zip(scores, scores[1:], strict=False))
+    assert all(score >= 0 for score in scores)
     # The order of the lists does not matter (fsum makes the sums bit-identical).
-    assert rrf(list(reversed(lists)), k=k) == out
+    assert zscore_fuse(list(reversed(lists))) == out
+
+
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=30.0), min_size=2, max_size=10),
+    st.floats(min_value=0.1, max_value=10.0),
+    st.floats(min_value=-5.0, max_value=5.0),
+)
+def test_lifts_do_not_depend_on_a_list_s_scale(
+    scores: list[float], factor: float, shift: float
+) -> None:
+    # What standardising is for: BM25 (3-15) and cosine (0.2-0.7) lists weigh alike.
+    assume(max(scores) - min(scores) > 1e-3)  # a spread, not a tie within rounding
+    items = [(f"n{i}", s) for i, s in enumerate(scores)]
+    moved = [(doc, s * factor + shift) for doc, s in items]
+    assert fu.lifts(moved) == pytest.approx(fu.lifts(items), abs=1e-6)
 
 
 # --- position-aware blending -------------------------------------------------------------
@@ -271,8 +313,8 @@ def test_blend_edge_cases() -> None:
 
 @st.composite
 def _fused_and_rerank(draw: st.DrawFn) -> tuple[list[tuple[str, float]], dict[str, float]]:
-    lists = draw(st.lists(_RANKED, max_size=6))
-    fused = rrf(lists)
+    lists = draw(st.lists(_SCORED, max_size=6))
+    fused = zscore_fuse(lists)
     unit = st.floats(min_value=0.0, max_value=1.0)
     rerank = {doc: draw(unit) for doc, _ in fused if draw(st.booleans())}
     return fused, rerank
@@ -381,17 +423,3 @@ def test_mmr_properties(data: dict[str, tuple[float, str]]) -> None:
     if items:
         # The best item is never demoted.
         assert out[0][1] == max(score for _, score in items)
-
-
-def test_rrf_top_rank_bonus_by_hand() -> None:
-    keyword = RankedList("bm25", ("x", "y", "z", "w"), 2.0)
-    vector = RankedList("vec", ("y", "x"), 3.0, bonus_weight=2.0)
-    fused = dict(rrf([keyword, vector], bonus=(0.02, 0.01)))
-    # x: first in the keyword list (2 · 0.02 beats 2nd in the vector list, 2 · 0.01).
-    assert fused["x"] == pytest.approx(2 / 61 + 3 / 62 + 0.04)
-    # y: first in the vector list; its bonus scales with bonus_weight 2, not weight 3.
-    assert fused["y"] == pytest.approx(2 / 62 + 3 / 61 + 0.04)
-    assert fused["z"] == pytest.approx(2 / 63 + 0.02)
-    assert fused["w"] == pytest.approx(2 / 64)  # 4th: no bonus
-    # Without a bonus: plain weighted RRF, as the spec writes it.
-    assert dict(rrf([keyword, vector]))["z"] == pytest.approx(2 / 63)

@@ -97,7 +97,7 @@ def test_metavars_are_plain_words() -> None:
 
 def test_examples_print_one_command_a_line() -> None:
     out = CliRunner().invoke(app, ["search", "--help"]).stdout
-    example = 'vaultmem --vault example-vault search "redis cache invalidation" -n 5'
+    example = 'vaultmem --vault example-vault search "redis cache invalidation" -n 5 --explain'
     assert f"  Example:\n      {example}\n" in out
 
 

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from tests.local_server import free_port
 
 TOOLS = {"search", "get", "remember", "reinforce", "flag", "links", "status", "timeline"}
+TOOLS |= {"similar", "surface", "link"}  # tests/test_mcp_parity.py
 REDIS = "decisions/Redis for caching.md"
 
 

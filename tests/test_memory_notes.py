@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -343,7 +343,8 @@ def test_nothing_rewritten_when_nothing_changes(cli: Cli, vault: Path) -> None:
 def test_snooze_until_and_for_and_unsnooze(cli: Cli, vault: Path, now: datetime) -> None:
     path = "projects/Kubernetes migration.md"
     cli("snooze", "Kubernetes migration", "--until", "2026-12-01")
-    assert meta(vault, path)["snoozed_until"] == date(2026, 12, 1)
+    # One type, a datetime, for --until DATE and --for alike (its midnight UTC).
+    assert meta(vault, path)["snoozed_until"] == datetime(2026, 12, 1, tzinfo=UTC)
     assert "already snoozed" in cli("snooze", path, "--until", "2026-12-01").stdout
     cli("snooze", path, "--for", "30d")
     assert to_utc(meta(vault, path)["snoozed_until"]) == now + timedelta(days=30)

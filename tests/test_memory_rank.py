@@ -93,7 +93,8 @@ def test_superseded_goes_below_its_successor() -> None:
         "old.md": _entry(type="decision", superseded_by=["[[new]]"], status="superseded"),
         "new.md": _entry(type="decision"),
     }
-    # Far more relevant than the penalty can cover: still placed right below "new".
+    # Far more relevant than the penalty can cover: still placed right below "new", at
+    # its score (scores fall down the list).
     out = rank(
         [("old.md", 10.0), ("x.md", 6.0), ("new.md", 2.0)],
         entries,
@@ -102,6 +103,79 @@ def test_superseded_goes_below_its_successor() -> None:
         10,
     )
     assert [r.path for r in out] == ["x.md", "new.md", "old.md"]
+    assert out[0].score > out[1].score == out[2].score
+    assert out[2].successor == "new.md"
+
+
+def test_a_chain_of_successors_keeps_every_old_version_below_the_current_one() -> None:
+    entries = {
+        "pg12.md": _entry(type="decision", superseded_by=["[[pg14]]"], status="superseded"),
+        "pg14.md": _entry(type="decision", superseded_by=["[[pg16]]"], status="superseded"),
+        "pg16.md": _entry(type="decision"),
+    }
+    ranked = [("pg12.md", 10.0), ("pg14.md", 9.0), ("x.md", 6.0), ("pg16.md", 3.0)]
+    out = rank(ranked, entries, "q", RankingOptions(now=NOW, review_share=0), 10)
+    assert [r.path for r in out] == ["x.md", "pg16.md", "pg14.md", "pg12.md"]
+    scores = [r.score for r in out]
+    assert scores == sorted(scores, reverse=True)
+
+
+def _later_contradicts(relevance_of_later: float) -> list[str]:
+    entries = {
+        # The earlier fact, its confidence lowered by the link (0.5 → 0.25).
+        "port-old.md": _entry(created="2026-11-20", confidence=0.25, contradicts=["[[port-new]]"]),
+        "port-new.md": _entry(created="2026-11-28", contradicts=["[[port-old]]"]),
+    }
+    ranked = [("port-old.md", 10.0), ("x.md", 9.7), ("port-new.md", 10.0 * relevance_of_later)]
+    options = RankingOptions(now=NOW, review_share=0)
+    return [r.path for r in rank(ranked, entries, "which port", options, 10)]
+
+
+def test_a_later_contradicting_note_goes_first_on_a_near_tie() -> None:
+    assert _later_contradicts(0.92)[:2] == ["port-new.md", "port-old.md"]
+    # Clearly less relevant (the question is about what only the earlier note says):
+    # the earlier note keeps its place.
+    assert _later_contradicts(0.5)[0] == "port-old.md"
+
+
+def test_near_duplicates_count_as_a_tie_for_contradicting_notes() -> None:
+    entries = {
+        "a.md": _entry(created="2026-11-20", confidence=0.25, contradicts=["[[b]]"]),
+        "b.md": _entry(created="2026-11-28"),  # the link written on one side only
+    }
+    ranked = [("a.md", 1.0), ("x.md", 0.5), ("b.md", 0.0)]  # a fusion floor: b scores 0
+    options = RankingOptions(now=NOW, review_share=0)
+    out = rank(ranked, entries, "q", options, 10, alike=lambda p, q: {p, q} == {"a.md", "b.md"})
+    assert [r.path for r in out[:2]] == ["b.md", "a.md"]
+    assert out[0].score == out[1].score > 0.9  # the later note takes the earlier's score
+    assert out[1].contradicted_by == "b.md"
+    assert rank(ranked, entries, "q", options, 10)[0].path == "a.md"  # not alike: no tie
+
+
+def test_scores_fall_down_the_list_and_are_in_the_retrieval_units() -> None:
+    from vaultmem.model import Hit
+    from vaultmem.retrieval.memory_rank import rank_hits
+
+    entries = {
+        "old.md": _entry(type="decision", superseded_by=["[[new]]"], status="superseded"),
+        "new.md": _entry(type="decision"),
+        "pinned.md": _entry(pinned=True),
+        "stale.md": _entry(created="2024-01-01", confidence=0.2),
+    }
+    hits = [
+        Hit(p, p, score, "", 1)
+        for p, score in [
+            ("old.md", 12.0),
+            ("stale.md", 11.5),
+            ("x.md", 11.0),
+            ("pinned.md", 9.0),
+            ("new.md", 3.0),
+        ]
+    ]
+    out = rank_hits(hits, entries, "q", RankingOptions(now=NOW, review_share=0), 10)
+    scores = [h.score for h in out]
+    assert scores == sorted(scores, reverse=True), [(h.path, h.score) for h in out]
+    assert dict((h.path, h.score) for h in out)["x.md"] == pytest.approx(11.0)  # no state
 
 
 def test_review_slots_take_danger_zone_notes_from_below_the_cut() -> None:

@@ -101,27 +101,18 @@ def reranks(server: FakeOpenAIServer) -> list[Any]:
     return [r.body for r in server.requests if r.path.endswith("/rerank")]
 
 
-def rrf_of(hit: dict[str, Any]) -> float:
-    """The fused score recomputed from the hit's list ranks and the lists' weights."""
-    weights = {spec["name"]: spec["weight"] for spec in hit["explain"]["lists"]}
-    ranks = hit["explain"]["retrieval"]
-    b1, b3 = fusion.TOP_RANK_BONUS
-    # The bonus scales with the query's weight (2 original, 1 variant), not the list's.
-    query_weight = {
-        name: w / (fusion.VECTOR_WEIGHT_FACTOR if name.startswith("vec:") else 1)
-        for name, w in weights.items()
-    }
-    bonus = max(
-        (
-            query_weight[name] * (b1 if got["rank"] == 1 else b3)
-            for name, got in ranks.items()
-            if got and got["rank"] <= 3
-        ),
-        default=0.0,
-    )
-    return bonus + math.fsum(
-        weights[name] / (fusion.RRF_K + got["rank"]) for name, got in ranks.items() if got
-    )
+def zsum_of(hit: dict[str, Any]) -> float:
+    """The fused score recomputed from the hit's raw list scores and each list's weight,
+    floor and spread: Σ weight · (score − floor) / sd (1 for a list without spread)."""
+    specs = {spec["name"]: spec for spec in hit["explain"]["lists"]}
+    parts = []
+    for name, got in hit["explain"]["retrieval"].items():
+        if got is None:
+            continue
+        spec = specs[name]
+        lift = (got["score"] - spec["floor"]) / spec["sd"] if spec["sd"] > 0 else 1.0
+        parts.append(spec["weight"] * lift)
+    return math.fsum(parts)
 
 
 # -- expansion ------------------------------------------------------------------------------
@@ -139,12 +130,15 @@ def test_scripted_variants_are_searched_with_their_weights(
     assert chat["model"] == "fake-chat"
 
     specs = hits[0]["explain"]["lists"]
+    # The query's own lists weigh 1 each (the note leads too), each variant's half.
     assert [(s["name"], s["text"], s["weight"]) for s in specs] == [
-        ("bm25:original", CACHING, 2.0),
-        ("bm25:lex-1", EXPANSION["lexical"][0], 1.0),
-        ("vec:original", CACHING, 3.0),  # vector lists count 1.5x (tuned on the dev split)
-        ("vec:sem-1", EXPANSION["semantic"][0], 1.5),
-        ("vec:hyde", EXPANSION["hypothetical"], 1.5),
+        ("bm25:original", CACHING, 1.0),
+        ("bm25:lead", CACHING, 1.0),
+        ("bm25:lex-1", EXPANSION["lexical"][0], 0.5),
+        ("vec:original", CACHING, 1.0),
+        ("vec:lead", CACHING, 1.0),
+        ("vec:sem-1", EXPANSION["semantic"][0], 0.5),
+        ("vec:hyde", EXPANSION["hypothetical"], 0.5),
     ]
     assert hits[0]["explain"]["expansion"]["lexical"] == EXPANSION["lexical"]
     # The semantic variant and the hypothetical passage were embedded, with the query,
@@ -155,10 +149,10 @@ def test_scripted_variants_are_searched_with_their_weights(
     helm = next(h for h in hits if h["path"] == HELM)
     assert helm["explain"]["retrieval"]["bm25:lex-1"]["rank"] <= 3
     assert helm["explain"]["retrieval"]["bm25:original"] is None
-    # Weights apply: every fused score is Σ weight / (60 + rank) over the lists plus the
-    # top-rank bonus, exactly.
+    # Weights apply: every fused score is the weighted sum of the note's z-scores above
+    # each list's floor, from what --explain shows of the lists.
     for hit in hits:
-        assert hit["explain"]["fused"]["score"] == pytest.approx(rrf_of(hit), abs=1e-6)
+        assert hit["explain"]["fused"]["score"] == pytest.approx(zsum_of(hit), rel=1e-5, abs=1e-5)
 
 
 def test_a_note_found_only_by_a_variant_ranks_below_the_originals(
@@ -176,8 +170,7 @@ def test_a_note_found_only_by_a_variant_ranks_below_the_originals(
     ]
     assert by_original and variant_only
     assert HELM in [hits[i]["path"] for i in variant_only]
-    # Weight 2 beats weight 1: a variant's own top hit (1/61 + 0.02 bonus) stays below
-    # the original's top three (2/63 + 2 · 0.01 bonus at least).
+    # A variant weighs half the query: its own top hit stays below the original's top three.
     top3 = [i for i in by_original if hits[i]["explain"]["retrieval"]["bm25:original"]["rank"] <= 3]
     assert len(top3) == 3 and max(top3) < min(variant_only)
 
@@ -263,7 +256,8 @@ def test_nothing_but_an_embedder_gives_bm25_and_vector_fusion(
         monkeypatch.delenv(f"VAULTMEM_{role}_MODEL")
     result = qcli("query", CACHING, "--json", "--explain")
     hit = json.loads(result.stdout.splitlines()[0])
-    assert [s["name"] for s in hit["explain"]["lists"]] == ["bm25:original", "vec:original"]
+    names = [s["name"] for s in hit["explain"]["lists"]]
+    assert names == ["bm25:original", "bm25:lead", "vec:original", "vec:lead"]
     # Expansion was asked for and cannot run; no reranker is the default (issue 10 item 7):
     # said in --explain only, not on every call.
     lines = result.stderr.splitlines()
@@ -278,13 +272,19 @@ def test_no_embedder_gives_bm25_only(qcli: Cli, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("VAULTMEM_EMBEDDER", "none")  # and no LLM, no reranker
     result = qcli("query", CACHING, "--json", "--explain", "--no-prior", "--no-review")
     hits = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [s["name"] for s in hits[0]["explain"]["lists"]] == ["bm25:original"]
+    assert [s["name"] for s in hits[0]["explain"]["lists"]] == ["bm25:original", "bm25:lead"]
     # Vectors turned off and no reranker are choices, not degradations: nothing on stderr.
     assert result.stderr == ""
     assert stage(hits[0], "vectors")["status"] == "off"
-    # One list, no reranker: the keyword order, as `search` gives it.
-    plain = qcli.json_lines("search", CACHING, "--no-prior", "--no-review")
-    assert [h["path"] for h in hits] == [h["path"] for h in plain]
+    # The two keyword lists fused, no reranker: the fused order, each score recomputable.
+    fused = [h["explain"]["fused"]["score"] for h in hits]
+    assert fused == sorted(fused, reverse=True)
+    for hit in hits:
+        assert hit["explain"]["fused"]["score"] == pytest.approx(zsum_of(hit), rel=1e-5, abs=1e-5)
+    # Every keyword hit is the whole-note list's: the lead list adds no note of its own
+    # (a lead is part of the note), it reorders.
+    plain = qcli.json_lines("search", CACHING, "--no-prior", "--no-review", "-n", "30")
+    assert {h["path"] for h in hits} <= {h["path"] for h in plain}
 
 
 def test_filters_hold_in_every_list(qcli: Cli, server: FakeOpenAIServer) -> None:
@@ -341,9 +341,12 @@ def test_llm_scores_fragments_when_no_reranker_is_configured(
 
     server.chat_replies.append(scores)
     hits, _ = explained(qcli, CACHING, "--no-expand", "-n", "5")
-    assert hits[0]["title"] == target
-    assert "scoring 0-10" in stage(hits[0], "rerank")["detail"]
-    assert hits[0]["explain"]["rerank"] == {"rank": 1, "score": 1.0}
+    # The fragment the LLM scored 10 rises from deep in the fused list (16th here) into
+    # the top three: below the top of the fused list only where retrieval was far surer.
+    found = next(h for h in hits[:3] if h["title"] == target)
+    assert "scoring 0-10" in stage(found, "rerank")["detail"]
+    assert found["explain"]["rerank"] == {"rank": 1, "score": 1.0}
+    assert found["explain"]["blended"]["rank"] < found["explain"]["fused"]["rank"] - 5
 
     server.chat_replies.append("no idea, sorry")  # an unusable score reply
     result = qcli("query", CACHING, "--no-expand", "--json")
@@ -509,3 +512,193 @@ def test_expansion_is_opt_in(
     monkeypatch.setenv("VAULTMEM_QUERY_EXPAND", "true")
     hits, _ = explained(qcli, CACHING, "--no-rerank", "--no-expand")  # the flag wins
     assert stage(hits[0], "expansion")["status"] == "off" and len(chats(server)) == 1
+
+
+# --- keyword-only ranking surprises ---------------------------------------------------------
+
+LEDGER = """---
+created: {created}
+---
+# Ledger port
+
+The ledger service listens on port {port} in staging and production.
+"""
+
+
+def _contradicting_facts(cli: Cli) -> tuple[str, str]:
+    """An earlier fact and a later one that contradicts it (the link lowers the earlier
+    note's confidence to 0.25). The earlier sorts first, so it wins a BM25 tie."""
+    older, newer = "facts/a-ledger.md", "facts/b-ledger.md"
+    (cli.vault / "facts").mkdir()
+    (cli.vault / older).write_text(LEDGER.format(created="2026-11-20T09:00:00Z", port=5000))
+    (cli.vault / newer).write_text(LEDGER.format(created="2026-11-28T09:00:00Z", port=7070))
+    cli("index")
+    cli("link", newer, older, "--type", "contradicts")
+    assert "confidence: 0.25" in (cli.vault / older).read_text("utf-8")
+    return older, newer
+
+
+@pytest.mark.parametrize("text", ["ledger", "which port does the ledger service listen on?"])
+def test_keyword_query_puts_the_contradicting_later_fact_first_with_an_honest_score(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv("VAULTMEM_NOW", "2026-12-01T09:00:00Z")
+    older, newer = _contradicting_facts(cli)
+    hits = explain_hits(cli, text)
+    paths = [h["path"] for h in hits]
+    assert paths.index(newer) < paths.index(older), paths
+    by = {h["path"]: h for h in hits}
+    # Near-duplicates, about equally relevant: not shown as 0.000.
+    assert by[newer]["score"] >= 0.9 * by[older]["score"] > 0
+    if text == "ledger":  # two hits: the later one came in at the fusion floor, 0
+        assert by[older]["explain"]["memory"]["contradicted_by"] == newer
+
+
+def explain_hits(cli: Cli, text: str) -> list[dict[str, Any]]:
+    out = cli("query", text, "-n", "5", "--explain", "--json").stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("text", ["stripe webhook", "redis cache", "deploy process"])
+def test_query_scores_are_the_rank_order(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv("VAULTMEM_NOW", "2026-12-01T09:00:00Z")
+    cli("index")
+    hits = cli.json_lines("query", text, "-n", "10")
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True), scores
+    for hit in explain_hits(cli, text):
+        memory = hit["explain"]["memory"]
+        assert hit["score"] == pytest.approx(memory["score"], abs=1e-5)
+        assert set(memory["factors"]) == {"recency", "confidence", "quality"}
+
+
+# --- the note-lead lists and what the prior moved -------------------------------------------
+
+DEEP = "The word appears only here, far below the opening: zanzibarite."
+
+
+def test_the_lead_keyword_list_reads_title_and_opening_only(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VAULTMEM_EMBEDDER", "none")
+    filler = "\n\n".join(f"Paragraph {i} says nothing in particular." for i in range(60))
+    (cli.vault / "deep.md").write_text(f"# Deep note\n\n{filler}\n\n{DEEP}\n", "utf-8")
+    (cli.vault / "lead.md").write_text("# Zanzibarite notes\n\nZanzibarite is a mineral.\n")
+    cli("index")
+    hits = explain_hits(cli, "zanzibarite")
+    by = {h["path"]: h["explain"]["retrieval"] for h in hits}
+    assert set(by) == {"deep.md", "lead.md"}
+    assert by["deep.md"]["bm25:original"] is not None  # the whole note holds the word
+    assert by["deep.md"]["bm25:lead"] is None  # its first 1,000 characters do not
+    assert by["lead.md"]["bm25:lead"] == {"rank": 1, "score": by["lead.md"]["bm25:lead"]["score"]}
+    assert [h["path"] for h in hits] == ["lead.md", "deep.md"]
+
+
+def test_opening_keeps_whole_words() -> None:
+    from vaultmem.index.lexical import opening
+
+    assert opening("short body", 100) == "short body"
+    assert opening("alpha beta gamma", 8) == "alpha"  # "alpha be" would split "beta"
+    assert opening("alpha beta gamma", 5) == "alpha"  # the cut falls on a space
+    assert opening("x" * 50, 10) == "x" * 10  # one giant word: cut anyway
+
+
+def test_an_index_built_before_the_lead_field_has_no_lead_hits(tmp_path: Path) -> None:
+    # An index of an older schema (no lead field) answers the lead list with nothing,
+    # not an error, until `index` rebuilds it.
+    from whoosh import index as windex
+    from whoosh.fields import ID, TEXT, Schema
+
+    from vaultmem.index.lexical import LexicalIndex
+
+    ix = windex.create_in(str(tmp_path), Schema(path=ID(stored=True, unique=True), text=TEXT))
+    writer = ix.writer()
+    writer.add_document(path="a.md", text="redis cache")
+    writer.commit()
+    old = LexicalIndex(ix, tmp_path)
+    assert [h.path for h in old.search("redis", limit=5)] == ["a.md"]
+    assert old.search("redis", limit=5, lead=True) == []
+
+
+def test_the_note_lead_list_ranks_notes_by_their_first_fragment(embedded_example: Path) -> None:
+    from vaultmem.index.records import fragment_map
+    from vaultmem.inference.local import LocalEmbedder
+    from vaultmem.retrieval.vsearch import VectorIndex
+
+    config = build(embedded_example, {})
+    embedder = LocalEmbedder()
+    first: dict[str, int] = {}
+    for held in fragment_map(config, embedder.max_chars).values():
+        for path, ref in held:
+            first[path] = min(ref.start_line, first.get(path, ref.start_line))
+    vector = embedder.embed(["how do we recover when the cache primary fails"])
+    with VectorIndex(config, embedder) as index:
+        ((notes, leads),) = index.nearest_with_leads(vector, limit=10)
+        assert index.nearest_many(vector, limit=10) == [notes]
+    assert leads, "the nearest fragments include some notes' first fragments"
+    # Each lead hit is its note's first fragment, scored by that fragment alone: never
+    # above the note's best fragment, and in order.
+    assert all(h.line == first[h.path] for h in leads)
+    best = {h.path: h.score for h in notes}
+    assert all(h.score <= best[h.path] + 1e-6 for h in leads if h.path in best)
+    assert [h.score for h in leads] == sorted((h.score for h in leads), reverse=True)
+    # A list of its own: a note whose best fragment is deep down ranks lower (or not at
+    # all) by its lead.
+    assert [h.path for h in leads] != [h.path for h in notes]
+
+
+def test_query_fuses_the_four_lists_and_degrades_to_keywords(embedded_example: Path) -> None:
+    from vaultmem.index.lexical import LexicalIndex
+    from vaultmem.inference.local import LocalEmbedder
+    from vaultmem.retrieval.query import Backends, QueryOptions, query
+
+    config = build(embedded_example, {})
+    index = LexicalIndex.open(config.cache_dir)
+    text = "how do we recover when the cache primary fails"
+    full = query(config, text, backends=Backends(embedder=LocalEmbedder()), index=index)
+    names = [s.name for s in full.lists]
+    assert names == ["bm25:original", "bm25:lead", "vec:original", "vec:lead"]
+    assert full.hits[0].path == "reference/Runbook - Redis failover.md"
+    # Every list's parts add up to the fused score shown (its floor and spread are shown).
+    specs = {s.name: s for s in full.lists}
+    for trace in full.traces:
+        assert trace.fused is not None
+        parts = [
+            specs[name].weight * specs[name].scale.lift(got.score)
+            for name, got in trace.lists
+            if got is not None
+        ]
+        assert trace.fused.score == pytest.approx(math.fsum(parts))
+    # No vectors: the keyword lists alone, still fused, nothing raised.
+    keywords = query(config, text, options=QueryOptions(), index=index)
+    assert [s.name for s in keywords.lists] == ["bm25:original", "bm25:lead"]
+    assert keywords.hits
+
+
+def test_explain_shows_each_result_s_rank_and_score_before_and_after_the_prior(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VAULTMEM_NOW", "2026-12-01T09:00:00Z")
+    monkeypatch.setenv("VAULTMEM_EMBEDDER", "none")
+    cli("index")
+    hits = explain_hits(cli, CACHING)
+    moved = 0
+    for rank, hit in enumerate(hits, start=1):
+        memory = hit["explain"]["memory"]
+        before, after = memory["before"], memory["after"]
+        # Before: the order MMR left (the blend's, when nothing was demoted).
+        assert before == hit["explain"]["blended"] or hit["explain"]["demoted"]
+        # After: the score the result is ranked and shown by, and its rank (the what
+        # route keeps the prior's order).
+        assert after == {"rank": rank, "score": pytest.approx(memory["score"], abs=1e-6)}
+        assert hit["score"] == pytest.approx(after["score"], abs=1e-5)
+        moved += before["rank"] != after["rank"]
+    assert moved  # the pinned Harbor hub and the superseded Memcached note move
+    # The prior is bounded: it moves a score by at most its weight (+ half of it pinned),
+    # a superseded note aside (it loses a full weight more).
+    for hit in hits:
+        memory = hit["explain"]["memory"]
+        if not memory["superseded"]:
+            assert abs(memory["score"] - memory["relevance"]) <= 0.2 * 1.5 + 1e-9

@@ -12,6 +12,7 @@ from tests.conftest import Cli
 from tests.llama_server import MODEL
 from vaultmem.config import build
 from vaultmem.inference.llm import LLMClient, LLMConfig
+from vaultmem.retrieval import fusion
 from vaultmem.retrieval.query import EXPANSION_SCHEMA, expand
 
 
@@ -53,9 +54,11 @@ def test_query_expands_with_smollm2_end_to_end(llm_vault: Path) -> None:
     explain = lines[0]["explain"]
     stages = {s["stage"]: s for s in explain["stages"]}
     assert stages["expansion"]["status"] == "ran", stages["expansion"]
-    variants = [spec for spec in explain["lists"] if not spec["name"].endswith(":original")]
+    # The original query's lists: whole note and lead, for keywords and for vectors.
+    original = (":original", ":lead")
+    variants = [spec for spec in explain["lists"] if not spec["name"].endswith(original)]
     assert variants, explain["lists"]  # the model's variants were searched too
-    assert all(spec["weight"] == 1 for spec in variants)
+    assert all(spec["weight"] == fusion.VARIANT_SHARE for spec in variants)
     cached = list((llm_vault / ".vaultmem").rglob("expand-*.json"))
     assert cached and json.loads(cached[0].read_text())["model"] == MODEL
     # Answered from the cache the second time: same lists, no second model call needed.

@@ -74,7 +74,8 @@ def test_prose_that_starts_like_a_command_is_not_a_shell_line() -> None:
 def test_memory_words_force_a_lookup_even_when_short(scli: Cli) -> None:
     assert gate("redis").reason == "too short"
     forced = gate("remember redis?")
-    assert forced.reason == "" and forced.forced and forced.text == "redis?"
+    # Searched whole, as `query` searches it ("what did we decide" routes decisions first).
+    assert forced.reason == "" and forced.forced and forced.text == "remember redis?"
     assert "decisions/Redis for caching.md" in paths(surfaced(scli, "remember redis?"))
     assert surfaced(scli, "redis") == {"context": "", "notes": []}
 
@@ -210,3 +211,36 @@ def test_a_rare_prompt_word_does_not_push_out_the_topic_note(scli: Cli) -> None:
     # retrieval which notes: the decision must be surfaced, and first.
     out = surfaced(scli, "why did we pick redis for caching")
     assert paths(out)[0] == "decisions/Redis for caching.md"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "note"),
+    [
+        ("what did we decide about caching?", "decisions/Redis for caching.md"),
+        (
+            "The ElastiCache primary just died, walk me through recovering it",
+            "reference/Runbook - Redis failover.md",
+        ),
+    ],
+)
+def test_the_readme_prompts_surface_the_note_query_ranks_first(
+    scli: Cli, prompt: str, note: str
+) -> None:
+    """In process, keyword only (no server, no endpoint): the default after `hooks install`."""
+    ranked = [h["path"] for h in scli.json_lines("query", prompt)]
+    assert ranked[0] == note
+    assert paths(surfaced(scli, prompt))[0] == note
+
+
+def test_what_was_shown_before_only_leaves_notes_out_of_the_block(scli: Cli) -> None:
+    """Whether to speak is decided on the whole candidate list, the same in any session;
+    a note the session saw is only left out of the block."""
+    prompt = "how do we pool Postgres connections and what mode do we run pgbouncer in?"
+    alone = paths(surfaced(scli, prompt))
+    assert len(alone) >= 2
+    # A session that has already seen the best note (from an earlier prompt).
+    primed = surfaced(scli, "PgBouncer connection pooling research", "--session", "s9")
+    assert alone[0] in paths(primed)
+    later = paths(surfaced(scli, prompt, "--session", "s9"))
+    assert later, "the session's history silenced a prompt that deserves an answer"
+    assert later == [p for p in alone if p not in paths(primed)][: len(later)]

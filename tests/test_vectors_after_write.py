@@ -1,6 +1,6 @@
 """A write keeps the note's vectors: every write door, then `similar` and `vsearch`.
 
-Vectors are keyed by fragment text, and ``fragments.json`` by note content: a write (a
+Vectors are keyed by fragment text, and fragment rows by note content: a write (a
 touch, a pin, a link, a promote that rewrites links) files the note under new content,
 and the refresh that follows must re-link the fragments whose text it left alone, so
 semantic search finds the note at once, with the same scores, and nothing is embedded
@@ -12,7 +12,10 @@ it is sent is recorded, so "no embedding happened" is counted, not assumed.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -27,7 +30,6 @@ from fake_openai_server import FakeOpenAIServer
 from test_vectors_e2e import MAX_CHARS, fragment_texts, load_config, use_endpoint
 
 from vaultmem import api
-from vaultmem.errors import IndexStateError
 from vaultmem.index import manifest as mf
 from vaultmem.index.records import coverage, note_fragments
 from vaultmem.model import Hit, SearchRequest
@@ -79,8 +81,11 @@ def content_hash(vault: Path, path: str) -> str:
 
 
 def fragment_rows(vault: Path) -> dict[str, list]:
-    """``fragments.json``: "<fragment size>:<note content hash>" → the note's fragments."""
-    return json.loads((vault / ".vaultmem" / "fragments.json").read_bytes())
+    """The manifest's fragment rows: "<fragment size>:<note content hash>" → the note's
+    fragments (read with sqlite3 itself, not vaultmem's reader)."""
+    with contextlib.closing(sqlite3.connect(vault / ".vaultmem" / "manifest.sqlite")) as db:
+        rows = db.execute("SELECT size, content, refs FROM fragments").fetchall()
+    return {f"{size}:{content}": json.loads(refs) for size, content, refs in rows}
 
 
 def vsearch(cli: Cli, query: str, *extra: str) -> dict[str, float]:
@@ -256,7 +261,7 @@ def test_a_link_rewrite_leaves_only_the_changed_fragment_for_embed(
 def test_a_fragment_row_shared_with_an_identical_note_survives_its_twins_write(
     embedded: Cli, vault: Path
 ) -> None:
-    """Two notes with the same bytes share one ``fragments.json`` row: a write to one
+    """Two notes with the same bytes share one fragment row: a write to one
     must not drop the row the other still needs."""
     twin = "decisions/Redis for caching (copy).md"
     (vault / twin).write_bytes((vault / NOTE).read_bytes())
@@ -317,9 +322,11 @@ def test_fragment_rows_match_what_the_sweep_would_write(embedded: Cli, vault: Pa
 def test_a_warm_vault_sees_the_fragments_another_process_relinked(
     embedded: Cli, vault: Path
 ) -> None:
-    """`serve` and a CLI `touch` beside it: the touch commits the manifest first and files
-    the fragments a moment later; the server must pick up the second step too."""
-    from vaultmem.index.records import FRAGMENTS_LOCK
+    """`serve` and a CLI `touch` beside it: the touch files the note's fragments in the
+    manifest commit that records its new content, so the server never sees the note
+    without vectors. (They were filed a moment later, under a lock of their own,
+    ``fragments.lock``: a server asking in between found none. That lock held by anyone
+    must not keep a write from relinking.)"""
     from vaultmem.vault import vault_lock
 
     warm = api.OpenVault(load_config(vault), warm=True)
@@ -327,26 +334,127 @@ def test_a_warm_vault_sees_the_fragments_another_process_relinked(
     # is then not the last close, and checkpoints nothing the stamps could see.
     reader = mf.open_reader(vault / ".vaultmem")
     assert reader is not None
+    env = {**os.environ, "VAULTMEM_LOCK_TIMEOUT": "30"}
     try:
         similar_before = answers([h.as_json() for h in api.similar(warm, NOTE, limit=60)])
         before = content_hash(vault, NOTE)
-        with vault_lock(vault / ".vaultmem", timeout=0, what="test", name=FRAGMENTS_LOCK):
-            # The touch commits its manifest row, then waits here for the fragments lock.
-            touch = subprocess.Popen(
+        with vault_lock(vault / ".vaultmem", timeout=0, what="test", name="fragments.lock"):
+            touch = subprocess.run(
                 [sys.executable, "-m", "vaultmem", "--vault", str(vault), "touch", NOTE],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                capture_output=True,
                 text=True,
+                timeout=20,  # a touch waiting for the lock would wait 30 s
+                env=env,
             )
-            deadline = time.monotonic() + 60
-            while content_hash(vault, NOTE) == before:
-                assert time.monotonic() < deadline and touch.poll() is None, touch.stderr
-                time.sleep(0.02)
-            with pytest.raises(IndexStateError, match="no vectors yet"):
-                api.similar(warm, NOTE, limit=60)  # the moment between the two steps
-        assert touch.wait(60) == 0, touch.stderr
-        after = answers([h.as_json() for h in api.similar(warm, NOTE, limit=60)])
-        assert after == similar_before
+            assert touch.returncode == 0 and not touch.stderr, touch.stderr
+            assert content_hash(vault, NOTE) != before
+            after = answers([h.as_json() for h in api.similar(warm, NOTE, limit=60)])
+            assert after == similar_before
     finally:
         reader.close()
         warm.close()
+
+
+# -- fragment rows: a write costs its notes' rows; an older fragments.json moves in ---------
+
+
+def _written_bytes() -> int:
+    """Bytes this process has handed to write(2) and its kin so far (Linux)."""
+    with open("/proc/self/io", encoding="ascii") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("wchar:"))
+
+
+def test_a_one_note_write_writes_its_own_rows_not_the_whole_fragment_map(
+    cli: Cli, vault: Path
+) -> None:
+    """A touch on a vault with a big fragment map writes a few pages, not the map (it
+    rewrote all of ``fragments.json``, about 0.5 s a write at 95k notes)."""
+    from vaultmem.index.records import FragmentCache
+
+    section = "Connection pools, replicas and cache keys are tuned per service. " * 3
+    for i in range(400):
+        body = "".join(f"## Topic {i}-{k} of the runbook\n\n{section}\n\n" for k in range(24))
+        (vault / "runbooks" / f"Runbook {i:03}.md").parent.mkdir(exist_ok=True)
+        (vault / "runbooks" / f"Runbook {i:03}.md").write_text(f"# Runbook {i}\n\n{body}")
+    cli("index")
+    # Rows as a sweep at a small fragment size files them (no model needed: the sweep's
+    # own split); a write re-links at every size that has rows.
+    size, map_bytes = 200, 0
+    cache = FragmentCache.load(vault / ".vaultmem", size)
+    for path, entry in mf.load(vault / ".vaultmem").entries.items():
+        note = parse_note(path, (vault / path).read_bytes())
+        refs = cache.put(entry.hash, note_fragments(note, size))
+        map_bytes += len(json.dumps([[r.hash, r.start_line, r.end_line, r.heading] for r in refs]))
+    cache.save()
+    assert map_bytes > 1_500_000
+
+    before = _written_bytes()
+    cli("touch", NOTE)
+    written = _written_bytes() - before
+
+    # The note file, its keyword-index segment and a few manifest pages: ~150 KB.
+    assert written < map_bytes / 4, (written, map_bytes)
+    rows = fragment_rows(vault)
+    note = parse_note(NOTE, (vault / NOTE).read_bytes())
+    assert f"{size}:{note.content_hash}" in rows
+    assert len(rows) == len(mf.load(vault / ".vaultmem").entries)  # the old row went
+
+
+def _as_older_vaultmem(vault: Path, fragments_json: bytes) -> None:
+    """The cache as an older vaultmem left it: its fragments in ``fragments.json`` and a
+    manifest without fragment rows."""
+    with contextlib.closing(sqlite3.connect(vault / ".vaultmem" / "manifest.sqlite")) as db, db:
+        db.execute("DROP TABLE fragments")
+        db.execute("DROP INDEX notes_hash")
+    (vault / ".vaultmem" / "fragments.json").write_bytes(fragments_json)
+
+
+@pytest.mark.parametrize("first", ["embed", "touch"])
+def test_an_older_fragments_json_moves_into_the_manifest(
+    embedded: Cli, vault: Path, fake_openai: FakeOpenAIServer, first: str
+) -> None:
+    """Readers use it as it is; the first sweep or write moves it, embedding nothing."""
+    rows = fragment_rows(vault)
+    similar_before = similar(embedded, NOTE)
+    found_before = vsearch(embedded, QUERY)
+    _as_older_vaultmem(vault, json.dumps(rows, separators=(",", ":")).encode())
+    legacy = vault / ".vaultmem" / "fragments.json"
+    sent = len(sent_texts(fake_openai))
+
+    assert vsearch(embedded, QUERY) == found_before  # read in place, not moved by a reader
+    assert legacy.exists()
+    if first == "embed":
+        report = embedded.json_lines("embed")[0]
+        assert (report["embedded"], report["healed"]) == (0, "")
+        assert fragment_rows(vault) == rows
+    else:
+        embedded("touch", NOTE)
+        after = fragment_rows(vault)
+        assert len(after) == len(rows)
+        assert f"{MAX_CHARS}:{content_hash(vault, NOTE)}" in after
+        assert similar(embedded, NOTE) == similar_before
+    assert not legacy.exists()
+    assert embedded.json_lines("embed")[0]["embedded"] == 0
+    assert sent_texts(fake_openai)[sent:] == [QUERY]
+
+
+def test_a_garbled_older_fragments_json_is_healed_by_embed(
+    embedded: Cli, vault: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    """A write leaves it for `embed`, which says so, splits the notes again and embeds
+    nothing (vectors are keyed by fragment text)."""
+    found_before = vsearch(embedded, QUERY)
+    _as_older_vaultmem(vault, b'{"2000:0a1b": [["torn')
+    legacy = vault / ".vaultmem" / "fragments.json"
+    sent = len(sent_texts(fake_openai))
+
+    broken = embedded("vsearch", QUERY, ok=False)
+    assert broken.exit_code == 1 and "run `vaultmem embed`" in broken.stderr
+    embedded("touch", NOTE)
+    assert legacy.exists()
+    healed = embedded("embed")
+    assert "vaultmem: repaired: fragments.json was unreadable" in healed.stderr
+    assert "0 fragments embedded" in healed.stdout
+    assert not legacy.exists()
+    assert vsearch(embedded, QUERY) == found_before
+    assert set(sent_texts(fake_openai)[sent:]) == {QUERY}  # no fragment, only queries

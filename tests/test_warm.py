@@ -25,6 +25,14 @@ import pytest
 from vaultmem.client import ANSWER_S, command_of
 
 Served = Callable[..., dict]
+PINNED_NOW = "2026-12-01T09:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def _pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scores hold the memory prior, which reads the clock: runs compared here must see
+    the same time."""
+    monkeypatch.setenv("VAULTMEM_NOW", PINNED_NOW)
 
 
 def vm(

@@ -42,11 +42,12 @@ if TYPE_CHECKING:
     from vaultmem.memory.links import LinkChange, NoteLinks
     from vaultmem.memory.notes import Change, Reinforced
     from vaultmem.memory.remember import Remembered
-    from vaultmem.retrieval.memory_rank import RankingOptions
+    from vaultmem.retrieval.memory_rank import Ranked, RankingOptions
     from vaultmem.retrieval.query import Backends, QueryResult
     from vaultmem.retrieval.search import SnippetCache
     from vaultmem.retrieval.vsearch import VectorIndex
     from vaultmem.timeline import Timeline, TimelineRequest
+    from vaultmem.vault import NoteName
     from vaultmem.workspace import VaultStatus
 
 _Stamp = tuple[tuple[int, int] | None, ...]
@@ -122,12 +123,13 @@ class OpenVault:
         return (record, _stat(db), _stat(db + "-wal"))
 
     def _owners_stamp(self) -> _Stamp:
-        """The manifest and the fragment cache: what says which note owns which vector
-        (a write re-links its notes' fragments just after its manifest commit)."""
-        from vaultmem.index.records import FRAGMENTS_FILE
+        """What says which note owns which vector: the manifest (a write files its notes'
+        fragment rows in the commit of their note rows), and an older vaultmem's
+        ``fragments.json`` while readers still read it (the next write or sweep moves it)."""
+        from vaultmem.index.records import LEGACY_FRAGMENTS_FILE
 
-        fragments = _stat(os.path.join(self.config.cache_dir, FRAGMENTS_FILE))
-        return (*self._manifest_stamp(), fragments)
+        legacy = _stat(os.path.join(self.config.cache_dir, LEGACY_FRAGMENTS_FILE))
+        return (*self._manifest_stamp(), legacy)
 
     # --- the keyword index ---------------------------------------------------------------
 
@@ -285,10 +287,13 @@ def ranking(config: Config, *, prior: bool, review: bool, now: datetime) -> Rank
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The hits of one search; a hybrid search keeps its full result (stages, traces)."""
+    """The hits of one search; a hybrid search keeps its full result (stages, traces), a
+    keyword search what the memory prior did to each hit (``ranked``, hit for hit; empty
+    without the prior and review slots)."""
 
     hits: tuple[Hit, ...]
     query: QueryResult | None = None
+    ranked: tuple[Ranked, ...] = ()
 
     def as_json(self) -> dict[str, object]:
         """``{"hits": [...], "skipped": [{stage, detail}]}`` (skipped: hybrid stages only)."""
@@ -324,9 +329,9 @@ def search(vault: OpenVault, request: SearchRequest, *, now: datetime) -> Search
             return SearchResult(tuple(hits))
         if request.mode == "hybrid":
             return _hybrid(vault, request, rank)
-        from vaultmem.retrieval.search import search as keyword_search
+        from vaultmem.retrieval.search import ranked_search
 
-        hits = keyword_search(
+        hits, ranked = ranked_search(
             config,
             request.query,
             limit=request.limit,
@@ -335,7 +340,7 @@ def search(vault: OpenVault, request: SearchRequest, *, now: datetime) -> Search
             ranking=rank,
             snippets=vault.snippets,
         )
-        return SearchResult(tuple(hits))
+        return SearchResult(tuple(hits), ranked=tuple(ranked))
 
 
 def _hybrid(vault: OpenVault, request: SearchRequest, rank: RankingOptions | None) -> SearchResult:
@@ -430,6 +435,39 @@ def excerpt(text: str, start: int | None = None, end: int | None = None) -> str:
         raise RequestError(f"end line {end} is before start line {start}")
     lines = text.splitlines(keepends=True)
     return "".join(lines[(start or 1) - 1 : end])
+
+
+@dataclass(frozen=True)
+class NotePage:
+    """Some of the vault's notes in path order; ``after``: pass it for the next page
+    (None: this page is the last)."""
+
+    notes: tuple[NoteName, ...]
+    after: str | None
+
+
+@_locked
+def list_notes(vault: OpenVault, *, after: str | None = None, limit: int = 100) -> NotePage:
+    """The vault's notes by path, at most ``limit`` of them, those whose path sorts after
+    ``after``: titles from the index (a note not indexed yet goes by its file name).
+
+    A page starts after a path, not at a count, so a note added or removed between two
+    pages shifts no other note into or out of the next one.
+
+    Example:
+        >>> list_notes(vault, limit=2).notes[0].path  # doctest: +SKIP
+        'Harbor.md'
+    """
+    from vaultmem.lookup import note_names
+    from vaultmem.model import check_text
+
+    check_limit(limit)
+    check_text(after, "cursor")
+    names = sorted(note_names(vault.config), key=lambda n: n.path)
+    if after is not None:
+        names = [n for n in names if n.path > after]
+    page = tuple(names[:limit])
+    return NotePage(page, page[-1].path if len(names) > limit else None)
 
 
 @_locked

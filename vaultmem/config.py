@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 
 from vaultmem.environment import ENV_KEYS
 from vaultmem.errors import ConfigError
+from vaultmem.properties import BARE, KeyScheme, parse_shared
 
 VAULT_CONFIG_NAME = ".vaultmem.toml"
 DEFAULT_INCLUDE = ("**/*.md",)
@@ -96,6 +98,14 @@ class Config:
     # LLM query expansion is opt-in: SmolLM2-135M expansions cost 5.9% MRR@10 on the
     # man-page benchmark (BENCHMARKS.md); turn it on for a model that helps.
     query_expand: bool = False
+    # The SessionStart hook starts `serve` for the vault when none runs, so every prompt
+    # hook after it searches vectors too; at the end of a session, at most this many notes
+    # that were surfaced and then used are reinforced (0: none).
+    hooks_start_server: bool = True
+    hooks_reinforce_max: int = 5
+    # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
+    # or ``[keys] prefix = "vm_"`` (``vm_status``) so they never meet a user's own keys.
+    keys: KeyScheme = BARE
     # Unknown keys met in the configuration files: the CLI prints them once.
     warnings: tuple[str, ...] = ()
 
@@ -270,11 +280,13 @@ _ROLE_TYPES: dict[str, tuple[type, float | None, bool]] = {
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
         {"include", "exclude", "cache_dir", "embedder", "lock_timeout", "collections"}
-        | {"folders", "memory", "query", "embed", "llm", "rerank", "chroma"}
+        | {"folders", "memory", "query", "hooks", "embed", "llm", "rerank", "chroma", "keys"}
     ),
     "folders": frozenset({"inbox", "memory", "archive"}),
     "memory": frozenset({"stm_half_life", "prior_weight", "review_share"}),
     "query": frozenset({"expand"}),
+    "hooks": frozenset({"start_server", "reinforce_max"}),
+    "keys": frozenset({"prefix", "shared"}),
     "chroma": frozenset({"host", "port", "token", "ssl"}),
     "embed": frozenset(_ROLE_TYPES),
     "llm": frozenset(_ROLE_TYPES),
@@ -384,6 +396,27 @@ def _collections(data: Mapping[str, Any]) -> tuple[Collection, ...]:
     return tuple(out)
 
 
+_PREFIX_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,15}")
+
+
+def key_scheme(table: Mapping[str, Any]) -> KeyScheme:
+    """The ``[keys]`` table as a :class:`KeyScheme`: ``prefix`` (letters, digits, ``_``,
+    ``-``; ``""`` for bare keys) and ``shared`` (owned keys that stay bare)."""
+    prefix = _coerce(table.get("prefix", ""), str, "keys.prefix")
+    if prefix and not _PREFIX_RE.fullmatch(prefix):
+        raise ConfigError(
+            f"keys.prefix: expected up to 16 letters, digits, '_' or '-' starting with a "
+            f'letter (e.g. "vm_"), got {prefix!r}'
+        )
+    shared = table.get("shared", [])
+    if not isinstance(shared, list):
+        raise ConfigError(f"keys.shared: expected a list of key names, got {shared!r}")
+    try:
+        return KeyScheme(prefix, parse_shared(shared))
+    except ValueError as exc:
+        raise ConfigError(f"keys.shared: {exc}") from None
+
+
 def _cache_dir(vault: Path, value: Any) -> Path:
     if value is None or value == "":
         return vault / ".vaultmem"
@@ -403,6 +436,7 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
     memory = _table(data, "memory")
     chroma = _table(data, "chroma")
     query = _table(data, "query")
+    hooks = _table(data, "hooks")
     embedder = _coerce(data.get("embedder", "local"), str, "embedder")
     if embedder not in ("local", "endpoint", "none"):
         raise ConfigError(f"embedder: expected local, endpoint or none, got {embedder!r}")
@@ -433,6 +467,9 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
         ),
         embedder=embedder,
         query_expand=_coerce(query.get("expand", False), bool, "query.expand"),
+        hooks_start_server=_coerce(hooks.get("start_server", True), bool, "hooks.start_server"),
+        hooks_reinforce_max=_at_least(hooks.get("reinforce_max", 5), int, "hooks.reinforce_max", 0),
+        keys=key_scheme(_table(data, "keys")),
         warnings=tuple(warnings),
     )
 

@@ -15,16 +15,20 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from vaultmem.config import Config, RoleConfig
+from vaultmem.doctor_keys import key_findings
+from vaultmem.doctor_templates import template_findings
 from vaultmem.errors import ConfigError, VaultmemError
 from vaultmem.index import manifest as mf
 from vaultmem.vault import FileStat, lock_state, walk_notes
 
 if TYPE_CHECKING:
     from vaultmem.embedding import VectorCheck
+    from vaultmem.gitmerge.registration import MergeWiring
 
 Severity = Literal["ok", "warn", "problem"]
 PROBE_TIMEOUT_S = 2.0
@@ -90,6 +94,7 @@ class Surroundings:
     home: Path  # for the user's Claude Code settings
     cwd: Path  # for the project's Claude Code settings
     timeout: float = PROBE_TIMEOUT_S  # per endpoint probe
+    search_path: str = ""  # PATH, where git looks for the merge driver's program
 
 
 def config_failure(error: str, warnings: Sequence[str] = ()) -> DoctorReport:
@@ -101,10 +106,14 @@ def config_failure(error: str, warnings: Sequence[str] = ()) -> DoctorReport:
 
 def diagnose(config: Config, around: Surroundings) -> DoctorReport:
     """Run every check (reads only; probes each configured endpoint once)."""
+    git = _Git(config, around.search_path)
     checks: list[tuple[str, Callable[[], list[Finding]]]] = [
         ("configuration", lambda: _configuration(config)),
+        ("templates", lambda: template_findings(config)),
+        ("keys", lambda: key_findings(config)),
         ("lock", lambda: _locks(config.cache_dir)),
-        ("index", lambda: _index(config)),
+        ("index", lambda: _index(config, git)),
+        ("git", lambda: _git_merge(git)),
         ("vectors", lambda: _vectors(config)),
         ("endpoints", lambda: _endpoints(config, around.timeout)),
         ("hooks", lambda: _hooks(config, around)),
@@ -193,7 +202,7 @@ class _Manifest:
         return cls(store.state(), store.entries())
 
 
-def _index(config: Config) -> list[Finding]:
+def _index(config: Config, git: _Git) -> list[Finding]:
     from vaultmem.indexer import index_problem
 
     cache = config.cache_dir
@@ -205,15 +214,20 @@ def _index(config: Config) -> list[Finding]:
     if facts is None or not facts.state.generation:
         if problem:
             return [Finding("index", "problem", problem, repair="index", fix="vaultmem index")]
-        return [Finding("index", "warn", "never indexed", repair="index", fix="vaultmem index")]
+        never = Finding("index", "warn", "never indexed", repair="index", fix="vaultmem index")
+        return [never, *_unmerged(git, set())]
     found = [_index_state(facts, problem)]
     plan = mf.plan({p: (e.mtime_ns, e.size) for p, e in facts.entries.items()}, walk_notes(config))
-    unparsed = _unparsed(config.vault, plan.new)
-    found += [
-        Finding("notes", "problem", _about(path, why), fix="fix the note (`index` skips it)")
-        for path, why in unparsed
-    ]
-    stale = (len(plan.new) - len(unparsed), len(plan.changed), len(plan.removed))
+    # A changed note that no longer parses keeps its old row: `index` cannot help it.
+    unparsed = _unparsed(config.vault, [*plan.new, *plan.changed])
+    found += [_unparsed_finding(note, git) for note in unparsed]
+    failed = {note.path for note in unparsed}
+    found += _unmerged(git, failed)
+    stale = (
+        sum(1 for f in plan.new if f.path not in failed),
+        sum(1 for f in plan.changed if f.path not in failed),
+        len(plan.removed),
+    )
     if any(stale):
         message = "{} new, {} changed, {} removed since the last index".format(*stale)
         found.append(Finding("index", "warn", message, repair="index", fix="vaultmem index"))
@@ -239,20 +253,60 @@ def _index_state(facts: _Manifest, problem: str) -> Finding:
     return Finding("index", "ok", message)
 
 
-def _unparsed(root: Path, new: Iterable[FileStat]) -> list[tuple[str, str]]:
-    """The notes the index has no row for that do not parse, and why (read: they are few)."""
+@dataclass(frozen=True)
+class _Unparsed:
+    """A note that does not parse: why, and the line of its first conflict region (None:
+    it holds none)."""
+
+    path: str
+    why: str
+    conflict: int | None = None
+
+
+def _unparsed(root: Path, notes: Iterable[FileStat]) -> list[_Unparsed]:
+    """The notes among ``notes`` (new or changed since the index: they are few, so they
+    are read) that do not parse, and why."""
+    from vaultmem.conflict_markers import conflict_line
     from vaultmem.errors import NoteError
     from vaultmem.note import parse_note
 
     out = []
-    for f in new:
+    for f in notes:
         try:
-            parse_note(f.path, (root / f.path).read_bytes())
+            raw = (root / f.path).read_bytes()
+            parse_note(f.path, raw)
         except NoteError as exc:
-            out.append((f.path, str(exc)))
+            line = conflict_line(raw.decode("utf-8", "replace")) if b"<<<<<<<" in raw else None
+            out.append(_Unparsed(f.path, str(exc), line))
         except OSError:
             continue  # vanished since the walk
     return out
+
+
+def _unparsed_finding(note: _Unparsed, git: _Git) -> Finding:
+    if note.conflict is None:
+        fix = "fix the note (`index` skips it)"
+        return Finding("notes", "problem", _about(note.path, note.why), fix=fix)
+    message = f"{note.path}:{note.conflict}: git conflict markers: a merge was left unfinished"
+    return Finding("merge", "problem", message, fix=git.settle(note.path))
+
+
+def _unmerged(git: _Git, reported: set[str]) -> list[Finding]:
+    """Notes git holds as unmerged that were not reported already (no markers read: a
+    note deleted on one side and changed on the other, or one not read)."""
+    wiring = git.wiring
+    if wiring is None:
+        return []
+    return [
+        Finding(
+            "merge",
+            "problem",
+            f"{path}: git holds it as unmerged (a merge, rebase or cherry-pick stopped on it)",
+            fix=git.settle(path),
+        )
+        for path in wiring.unmerged
+        if path not in reported
+    ]
 
 
 def _about(path: str, why: str) -> str:
@@ -261,19 +315,45 @@ def _about(path: str, why: str) -> str:
 
 
 def _links(config: Config, entries: Mapping[str, mf.Entry]) -> list[Finding]:
-    from vaultmem.memory.links import dangling_links
+    from vaultmem.doctor_links import link_findings
 
-    dangling = dangling_links(config, {p: e.memory for p, e in entries.items()})
-    found = [
-        Finding(
-            "links",
-            "warn",
-            f"{d.path}: {d.type}: [[{d.target}]] resolves to no note",
-            fix="create the note, or remove the link from the frontmatter",
-        )
-        for d in dangling
+    return link_findings(config, entries)
+
+
+# -- git ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Git:
+    """How git merges this vault's notes, read once for the checks that need it."""
+
+    config: Config
+    search_path: str
+
+    @cached_property
+    def wiring(self) -> MergeWiring | None:
+        """The clone's merge wiring (None: the vault is in no git work tree)."""
+        from vaultmem.gitmerge.registration import merge_wiring
+
+        notes = [f.path for f in walk_notes(self.config)]
+        return merge_wiring(self.config, notes, self.search_path)
+
+    def settle(self, path: str) -> str:
+        """The command that settles the conflict regions of the note at ``path``."""
+        from vaultmem.gitmerge.registration import settle
+
+        return settle(self.config.vault, self.wiring, path)
+
+
+def _git_merge(git: _Git) -> list[Finding]:
+    """Whether this clone merges notes with vaultmem's driver (see
+    :meth:`vaultmem.gitmerge.registration.MergeWiring.findings`)."""
+    wiring = git.wiring
+    if wiring is None:
+        return [Finding("git", "ok", "the vault is in no git repository (nothing to merge)")]
+    return [
+        Finding("git", severity, message, fix=fix) for severity, message, fix in wiring.findings()
     ]
-    return found or [Finding("links", "ok", "every typed link resolves")]
 
 
 # -- vectors --------------------------------------------------------------------------------

@@ -2,17 +2,19 @@
 
 Vectors are keyed by fragment content hash, so the sweep is idempotent: whatever a killed
 run stored stays stored, and the next run embeds only what is still missing. Which note
-owns which fragments lives in ``fragments.json`` (keyed by note content hash, so a moved
-or renamed note keeps its fragments and vectors). A per-model record of the ids known to
-be stored lets a sweep with nothing to do finish without opening Chroma or a model.
+owns which fragments lives in the manifest's fragment rows (keyed by note content hash,
+so a moved or renamed note keeps its fragments and vectors). A per-model record of the
+ids known to be stored lets a sweep with nothing to do finish without opening Chroma or
+a model.
 
-Every one of these files is a cache: one that is missing, truncated or garbage is
-rebuilt from the vault (and the vector store from the notes), and the report says so.
+All of it is a cache: a row or file that is missing, truncated or garbage is rebuilt
+from the vault (and the vector store from the notes), and the report says so.
 """
 
 from __future__ import annotations
 
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from vaultmem.index.records import (
     FragmentRef,
     append_record,
     fragment_map,
+    migrate_fragments,
     note_fragments,
     parse_record,
     record_path,
@@ -111,7 +114,7 @@ class _Plan:
 def _read(config: Config, path: str, entry: mf.Entry) -> Note | None:
     try:
         raw = (config.vault / path).read_bytes()
-        note = parse_note(path, raw)
+        note = parse_note(path, raw, keys=config.keys)
     except (OSError, NoteError):
         return None
     # Edited since the last index: the lexical index is stale too; the next index fixes both.
@@ -179,13 +182,14 @@ def embed_vault(
         manifest = mf.load(cache_dir)
         if not manifest.entries:
             raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+        legacy_problem = _migrate_fragments(cache_dir)
         frag_cache = FragmentCache.load(cache_dir, embedder.max_chars)
         plan = _plan(config, manifest, frag_cache)
         wanted = plan.wanted()
         record = record_path(cache_dir, embedder.model_id)
         first_sweep = not record.exists()
         known, recorded_store, record_problem = parse_record(record)
-        healed = [why for why in (frag_cache.damaged, record_problem) if why]
+        healed = [why for why in (legacy_problem, frag_cache.damaged, record_problem) if why]
         if not config.chroma.host and not _record_holds(cache_dir, recorded_store):
             if known and recorded_store:
                 healed.append(_STORE_VOID)
@@ -197,8 +201,8 @@ def embed_vault(
             )
             if store_problem:  # the precise reason replaces the guess
                 healed = [h for h in healed if h != _STORE_VOID] + [store_problem]
-        # A note written during the sweep was re-linked under its new content: keep it.
-        frag_cache.save_merged(lambda: _indexed_hashes(cache_dir, manifest), config.lock_timeout)
+        # A note written during the sweep was re-linked under its new content: kept.
+        frag_cache.save()
     return EmbedReport(
         model=embedder.model_id,
         notes=len(plan.refs),
@@ -214,15 +218,17 @@ def embed_vault(
     )
 
 
-def _indexed_hashes(cache_dir: Path, started: mf.Manifest) -> set[str]:
-    """The content hashes indexed now (those the sweep began with, if the manifest has
-    gone or become unreadable meanwhile: the next `index` rebuilds it)."""
-    empty: dict[str, str] = {}
-    try:
-        now = set(mf.read(cache_dir, empty, mf.Store.hashes).values())
-    except IndexStateError:
-        now = set()
-    return now or {e.hash for e in started.entries.values()}
+def _migrate_fragments(cache_dir: Path) -> str:
+    """An older vaultmem's ``fragments.json`` moved into the manifest; why it was unusable
+    ("" when it was fine or absent)."""
+    store = mf.open_reader(cache_dir)
+    if store is None:
+        return ""
+    with store:
+        try:
+            return migrate_fragments(store, cache_dir, heal=True)
+        except sqlite3.Error as exc:
+            raise mf.damaged(store.path, exc) from None
 
 
 def _record_holds(cache_dir: Path, recorded_store: str) -> bool:

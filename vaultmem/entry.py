@@ -21,7 +21,6 @@ imports.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -36,14 +35,35 @@ def _defer(signum: int, frame: object) -> None:
     _pending.append(signum)
 
 
+def _in_import_system(frame: object) -> bool:
+    while frame is not None:
+        code = getattr(frame, "f_code", None)
+        if code is not None and code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = getattr(frame, "f_back", None)
+    return False
+
+
+def _retry(signum: int, frame: object) -> None:
+    if _later:
+        _raise(_later[-1], frame)
+
+
+_later: list[int] = []
+
+
 def _raise(signum: int, frame: object) -> None:
-    code = getattr(frame, "f_code", None)
-    if code is not None and code.co_filename.startswith("<frozen importlib"):
+    if _in_import_system(frame):
         # Inside the import system an exception can land in one of its weakref callbacks,
         # which Python prints as "Exception ignored" and drops: the signal would be lost
-        # behind a traceback. Ask again; the handler runs once the import moves on.
-        os.kill(os.getpid(), signum)
+        # behind a traceback. Re-sending the signal at once is no cure (it lands in this
+        # very handler, still under the callback), so a 2 ms timer asks again once the
+        # import has moved on.
+        _later.append(signum)
+        signal.signal(signal.SIGALRM, _retry)
+        signal.setitimer(signal.ITIMER_REAL, 0.002)
         return
+    _later.clear()
     if signum == signal.SIGTERM:
         from vaultmem.errors import Terminated  # imported by the command long before
 
@@ -58,8 +78,8 @@ def interruptible() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = {sig: signal.getsignal(sig) for sig in _SIGNALS}
-    live = [sig for sig, handler in before.items() if handler is not signal.SIG_IGN]
+    before = {sig: signal.getsignal(sig) for sig in (*_SIGNALS, signal.SIGALRM)}
+    live = [sig for sig in _SIGNALS if before[sig] is not signal.SIG_IGN]
     for sig in live:
         signal.signal(sig, _raise)
     try:
@@ -69,6 +89,9 @@ def interruptible() -> Iterator[None]:
             _raise(waiting[0], None)
         yield
     finally:
+        if _later:  # a signal that came during the last import: the command is over
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _later.clear()
         for sig, handler in before.items():
             signal.signal(sig, handler)
 

@@ -17,6 +17,8 @@ ENV_KEYS: dict[str, str] = {
     "VAULTMEM_EXCLUDE": "exclude",
     "VAULTMEM_EMBEDDER": "embedder",
     "VAULTMEM_QUERY_EXPAND": "query.expand",
+    "VAULTMEM_HOOKS_START_SERVER": "hooks.start_server",
+    "VAULTMEM_HOOKS_REINFORCE_MAX": "hooks.reinforce_max",
     "VAULTMEM_STM_HALF_LIFE": "memory.stm_half_life",
     "VAULTMEM_PRIOR_WEIGHT": "memory.prior_weight",
     "VAULTMEM_REVIEW_SHARE": "memory.review_share",

@@ -25,6 +25,11 @@ class NoteError(VaultmemError):
     """A note could not be read or parsed (malformed YAML, bad encoding)."""
 
 
+class UserKeyError(NoteError):
+    """A write would change or delete a user's key that shares a name with one of
+    vaultmem's (``status: reading``); the note is left as it is."""
+
+
 class NoteNotFound(VaultmemError):
     """No note matches a path, title or alias."""
 

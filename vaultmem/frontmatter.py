@@ -38,8 +38,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from vaultmem.errors import NoteError
-from vaultmem.model import LINK_TYPES
+from vaultmem.errors import NoteError, UserKeyError
+from vaultmem.properties import BARE, OWNED_KEYS, UNDO_KEYS, KeyScheme, coerce
 
 if TYPE_CHECKING:
     import yaml
@@ -48,48 +48,28 @@ __all__ = [
     "OWNED_KEYS",
     "UNDO_KEYS",
     "KeyLines",
+    "OwnedLines",
     "Parts",
     "ReplacedLines",
     "WriteResult",
     "apply",
     "check_encoding",
+    "duplicate_keys",
+    "frontmatter_lines",
     "iso_time",
+    "owned_lines",
     "owned_problem",
     "owned_warnings",
     "parse_meta",
     "render_value",
+    "same_value",
     "split",
     "update_note",
 ]
 
-# The key that keeps, for an undo, the lines a lifecycle command replaced in each of these
-# keys (see ReplacedLines): `forget` saves a user's `status: reading  # mine` there.
-UNDO_KEYS: dict[str, str] = {
-    "pinned": "pinned_before",
-    "snoozed_until": "snoozed_until_before",
-    "status": "status_before",
-}
-
-OWNED_KEYS: tuple[str, ...] = (
-    "type",
-    "confidence",
-    "half_life",
-    "pinned",
-    UNDO_KEYS["pinned"],
-    "snoozed_until",
-    UNDO_KEYS["snoozed_until"],
-    "status",
-    UNDO_KEYS["status"],
-    "strength",
-    "use_count",
-    "last_used",
-    "created",
-    "review_count",
-    "last_review",
-    "cross_domain_count",
-    "last_confirmed",
-    *LINK_TYPES,
-)
+# OWNED_KEYS (with one Obsidian type each) and UNDO_KEYS (the key that keeps, for an undo,
+# the lines a lifecycle command replaced: `forget` saves a user's `status: reading  # mine`
+# there) are defined once, in vaultmem.properties.
 _ORDER = {key: i for i, key in enumerate(OWNED_KEYS)}
 
 BOM = b"\xef\xbb\xbf"
@@ -493,8 +473,12 @@ def parse_meta(raw: bytes, source: str) -> tuple[dict[Any, Any], Parts]:
 
     Raises ``NoteError(f"{source}:{line}: {problem}")`` for malformed YAML, a top level that
     is not a mapping, or frontmatter that is not UTF-8; ``line`` is the line in the file.
+    A note holding git conflict markers anywhere is refused too, naming the unfinished
+    merge (:mod:`vaultmem.conflict_markers`): its text is two versions at once.
     """
     parts = split(raw, source)
+    if b"<<<<<<<" in raw:
+        _refuse_conflict(raw, source)
     if parts.frontmatter is None:
         return {}, parts
     data = _load(parts.frontmatter, parts, source)
@@ -506,6 +490,19 @@ def parse_meta(raw: bytes, source: str) -> tuple[dict[Any, Any], Parts]:
             f"not a {type(data).__name__}"
         )
     return data, parts
+
+
+def _refuse_conflict(raw: bytes, source: str) -> None:
+    """``NoteError`` naming the first git conflict region of the note, if it has one."""
+    from vaultmem.conflict_markers import RESOLVE_HINT, conflict_line
+
+    data = raw[len(BOM) :] if raw.startswith(BOM) else raw
+    line = conflict_line(data.decode("utf-8"))  # split checked it is UTF-8
+    if line is not None:
+        raise NoteError(
+            f"{source}:{line}: git conflict markers: a merge of this note was left "
+            f"unfinished; {RESOLVE_HINT}"
+        )
 
 
 # --------------------------------------------------------------------------- rendering
@@ -820,18 +817,23 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def owned_warnings(meta: Mapping[Any, Any], parts: Parts) -> tuple[str, ...]:
+def owned_warnings(
+    meta: Mapping[Any, Any], parts: Parts, keys: KeyScheme = BARE
+) -> tuple[str, ...]:
     """One line per owned key whose value is invalid, e.g. ``created: '2026-13-45' is not a
-    date (line 3); treated as absent``. Cheap when there is none (the usual case)."""
-    found = {key: owned_problem(key, meta[key]) for key in meta if key in _VALID}
+    date (line 3); treated as absent``. Cheap when there is none (the usual case). A user's
+    value under an owned name (``status: reading``) is not vaultmem's and not reported."""
+    owned = keys.owned_view(meta)
+    found = {key: owned_problem(key, value) for key, value in owned.items()}
     warnings = []
     for key in OWNED_KEYS:
         problem = found.get(key)
         if problem is None:
             continue
-        where = _key_line(parts, key)
+        name = keys.names[key]
+        where = _key_line(parts, name)
         at = "" if where is None else f" (line {where})"
-        warnings.append(f"{key}: {_shown(meta[key])} {problem}{at}; treated as absent")
+        warnings.append(f"{name}: {_shown(owned[key])} {problem}{at}; treated as absent")
     return tuple(warnings)
 
 
@@ -980,8 +982,11 @@ def _key_identity(event: Any, resolver: Any) -> tuple[str, str] | None:
     return str(tag), str(event.value)
 
 
-def _layout(text: str, parts: Parts, source: str) -> _Layout:
-    """Find where each top-level owned key lives in the frontmatter text.
+def _layout(
+    text: str, parts: Parts, source: str, names: Mapping[str, str] | None = None
+) -> _Layout:
+    """Find where each top-level owned key (a name of ``names``: the bare ones by default)
+    lives in the frontmatter text.
 
     Raises ``NoteError`` for a top-level key written twice (YAML silently keeps the last
     one; which one the user meant is not vaultmem's to guess).
@@ -1047,7 +1052,7 @@ def _layout(text: str, parts: Parts, source: str) -> _Layout:
             seen[identity] = key_line
         if not (
             isinstance(key_event, yaml.ScalarEvent)
-            and key_event.value in _ORDER
+            and key_event.value in (BARE.keys_of if names is None else names)
             and key_event.tag in _STR_TAGS
         ):
             continue
@@ -1057,6 +1062,92 @@ def _layout(text: str, parts: Parts, source: str) -> _Layout:
             last -= 1
         layout.extents.append(_Extent(key_event.value, line_of(key_start), line_of(last)))
     return layout
+
+
+@dataclass(frozen=True)
+class OwnedLines:
+    """A note's frontmatter as lines (endings kept), and where each top-level owned key
+    is: ``spans`` holds ``(key, first, last)``, 0-based inclusive line indexes, in the
+    order the keys are written. What the merge driver moves between versions."""
+
+    lines: tuple[str, ...]
+    spans: tuple[tuple[str, int, int], ...]
+
+
+def owned_lines(parts: Parts, source: str, names: Mapping[str, str] | None = None) -> OwnedLines:
+    """The :class:`OwnedLines` of a split note (empty for a note without frontmatter).
+
+    Found as every edit finds them, so the lines are exactly those :func:`apply` would
+    rewrite. Raises ``NoteError`` where :func:`apply` would refuse to edit (a key written
+    twice, a flow mapping).
+    """
+    if parts.frontmatter is None:
+        return OwnedLines((), ())
+    layout = _layout(parts.frontmatter, parts, source, names)
+    spans = tuple((e.key, e.first, e.last) for e in sorted(layout.extents, key=lambda e: e.first))
+    return OwnedLines(tuple(layout.lines), spans)
+
+
+def frontmatter_lines(text: str) -> list[str]:
+    """Frontmatter text as lines with their endings, split on LF, CRLF and CR only (what
+    YAML counts as a line; ``str.splitlines`` would also split on U+2028)."""
+    return _split_lines(text)
+
+
+def same_value(a: object, b: object) -> bool:
+    """Whether two frontmatter values read the same to a person (``true`` is not ``1``, a
+    date is not its midnight datetime); the equality every write-back check uses."""
+    return _same(a, b)
+
+
+_TOP_KEY_RE = re.compile(r"""(?:"([^"\\]*)"|'([^']*)'|([^\s#'"?:\-][^:#]*?))[ \t]*:(?:[ \t]|$)""")
+
+
+def duplicate_keys(parts: Parts) -> tuple[str, ...]:
+    """One warning per top-level key written twice, e.g. ``duplicate key 'use_count'
+    (lines 3 and 9): ...``: YAML keeps the last line silently, and a ``merge=union`` merge
+    writes both sides' lines. Cheap for the usual note: the events are read only when two
+    lines start with the same key."""
+    import yaml
+
+    text = parts.frontmatter
+    if not text:
+        return ()
+    names = []
+    for line in _split_lines(text):
+        match = _TOP_KEY_RE.match(line)
+        if match is not None:
+            names.append(next(g for g in match.groups() if g is not None).strip())
+    if len(set(names)) == len(names):
+        return ()
+    try:
+        events = list(yaml.parse(text, Loader=_loaders().fast))
+    except yaml.YAMLError:
+        return ()  # parse_meta reports what is wrong with it
+    starts = [i for i, e in enumerate(events) if isinstance(e, yaml.MappingStartEvent)]
+    if not starts:
+        return ()
+    i = starts[0] + 1
+    resolver = yaml.resolver.Resolver()
+    seen: dict[tuple[str, str], int] = {}
+    warnings: list[str] = []
+    while i < len(events) and not isinstance(events[i], yaml.MappingEndEvent):
+        key_event = events[i]
+        i, _ = _node_end(events, i)
+        i, _ = _node_end(events, i)
+        identity = _key_identity(key_event, resolver)
+        if identity is None:
+            continue
+        at = _file_line(text, parts.yaml_line, _at(key_event.start_mark))
+        if identity in seen:
+            warnings.append(
+                f"duplicate key {identity[1]!r} (lines {seen[identity]} and {at}): YAML keeps "
+                "only the last one; a `merge=union` merge writes both sides' lines (keep the "
+                "right one; `vaultmem git setup` merges notes by meaning)"
+            )
+        else:
+            seen[identity] = at
+    return tuple(warnings)
 
 
 # --------------------------------------------------------------------------- applying
@@ -1093,13 +1184,15 @@ class KeyLines:
     text: str
 
 
-def _check_updates(updates: Mapping[str, object | None]) -> dict[str, object | None]:
+def _check_updates(
+    updates: Mapping[str, object | None], names: Mapping[str, str]
+) -> dict[str, object | None]:
     checked: dict[str, object | None] = {}
     for key, value in updates.items():
-        if key not in _ORDER:
-            raise ValueError(f"{key!r} is not a key vaultmem owns; owned keys: {OWNED_KEYS}")
+        if key not in names:
+            raise ValueError(f"{key!r} is not a key vaultmem owns; owned keys: {list(names)}")
         if isinstance(value, ReplacedLines):
-            if value.key not in _ORDER or value.key == key:
+            if value.key not in names or value.key == key:
                 raise ValueError(f"{key}: cannot save the lines of {value.key!r}")
             checked[key] = value
         elif isinstance(value, KeyLines):
@@ -1131,7 +1224,13 @@ def _saved_lines(layout: _Layout, key: str, parts: Parts, source: str) -> str | 
     return text
 
 
-def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> bytes:
+def apply(
+    raw: bytes,
+    updates: Mapping[str, object | None],
+    source: str,
+    *,
+    names: Mapping[str, str] | None = None,
+) -> bytes:
     """Set (value) or clear (None) owned frontmatter keys by editing the note's text.
 
     Every byte outside the edited keys' lines is kept: other keys, comments, the body,
@@ -1150,8 +1249,13 @@ def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> byte
     hostile YAML (alias bombs, unsafe tags), a top-level key written twice, an opening
     fence with trailing blanks, lines to save that could not be written back alone, or a
     result that would not read back as asked.
+
+    ``names`` maps each key name ``updates`` may use to the owned key it holds
+    (:attr:`vaultmem.properties.KeyScheme.keys_of`; default: the bare names), which
+    decides where a new key goes.
     """
-    wanted = _check_updates(updates)
+    names = BARE.keys_of if names is None else names
+    wanted = _check_updates(updates, names)
     meta, parts = parse_meta(raw, source)
 
     changes: dict[str, object | None] = {}
@@ -1167,7 +1271,7 @@ def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> byte
             changes[key] = value
     layout = None
     if changes and parts.frontmatter is not None:
-        layout = _layout(parts.frontmatter, parts, source)
+        layout = _layout(parts.frontmatter, parts, source, names)
     for key, value in list(wanted.items()):
         if not isinstance(value, ReplacedLines):
             continue
@@ -1192,12 +1296,12 @@ def apply(raw: bytes, updates: Mapping[str, object | None], source: str) -> byte
                 "'---' and run again"
             )
         added = [(k, v) for k, v in changes.items() if v is not None]
-        added.sort(key=lambda kv: _ORDER[kv[0]])
+        added.sort(key=lambda kv: _ORDER[names[kv[0]]])
         text = "".join(_rendered(k, v, newline) for k, v in added)
         result = parts.with_frontmatter(text)
     else:
         assert layout is not None
-        result = parts.with_frontmatter(_edit(parts.frontmatter, parts, changes, layout))
+        result = parts.with_frontmatter(_edit(parts.frontmatter, parts, changes, layout, names))
 
     # Verified even when the text did not change: a key that comes from a YAML merge
     # (``<<: *base``) cannot be cleared by editing lines, and that must not pass silently.
@@ -1237,7 +1341,11 @@ def _indented(lines: list[str], newline: str, indent: str) -> str:
 
 
 def _edit(
-    text: str, parts: Parts, changes: Mapping[str, object | None], layout: _Layout
+    text: str,
+    parts: Parts,
+    changes: Mapping[str, object | None],
+    layout: _Layout,
+    names: Mapping[str, str],
 ) -> str | None:
     """The frontmatter text with ``changes`` made; None when the block should go away."""
     lines = layout.lines
@@ -1258,7 +1366,7 @@ def _edit(
             edits[extent.first] = (extent.last, _replacement(layout, extent, value, newline))
 
     out = _assembled(lines, edits, layout.indent)
-    appended.sort(key=lambda kv: _ORDER[kv[0]])
+    appended.sort(key=lambda kv: _ORDER[names[kv[0]]])
     out.extend(_rendered(k, v, parts.newline, layout.indent) for k, v in appended)
     new_text = "".join(out)
     if new_text == "" and text != "":
@@ -1431,18 +1539,43 @@ class WriteResult:
     reapplied: int = 0
 
 
-def _owned(meta: Mapping[Any, Any]) -> dict[str, Any]:
-    return {key: meta[key] for key in OWNED_KEYS if key in meta}
+def _named(
+    meta: Mapping[Any, Any], updates: Mapping[str, object | None], keys: KeyScheme, source: str
+) -> dict[str, object | None]:
+    """``updates`` (under vaultmem's key names) as :func:`apply` takes them: each value of
+    its key's one property type (:func:`vaultmem.properties.coerce`), under the key's name
+    in the note. A key holding a user's value (``status: reading``) is refused."""
+    out: dict[str, object | None] = {}
+    for key, value in updates.items():
+        name = keys.names.get(key, key)  # apply names a key vaultmem does not own
+        if name in meta and not keys.ours(key, meta[name]):
+            raise UserKeyError(
+                f"{source}: '{name}: {meta[name]}' is your key, not vaultmem's; left as it is. "
+                f'To give vaultmem its own keys, set [keys] prefix = "vm_" in .vaultmem.toml '
+                "and run `vaultmem keys migrate --prefix vm_`"
+            )
+        if isinstance(value, ReplacedLines):
+            value = ReplacedLines(keys.names.get(value.key, value.key))
+        elif not isinstance(value, KeyLines) and value is not None:
+            value = coerce(key, value)
+        out[name] = value
+    return out
 
 
 def update_note(
     path: Path,
     compute: Callable[[dict[Any, Any]], Mapping[str, object | None]],
     source: str,
+    keys: KeyScheme = BARE,
 ) -> WriteResult:
     """Read a note, ask ``compute(meta)`` for owned-key updates, and write them back.
 
     ``compute`` gets a copy of the parsed frontmatter and returns ``{key: value or None}``.
+    Both speak vaultmem's key names: under a prefix (``keys``) ``meta`` holds ``status``
+    for the note's ``vm_status``; a user's value under an owned name (bare ``status:
+    reading``) is not in ``meta``, and an update of it raises ``UserKeyError``. Values
+    are written as their key's one property type (:data:`vaultmem.properties.PROPERTY_TYPES`).
+    ``before``/``after`` hold the owned keys under vaultmem's names.
     The write is :func:`vaultmem.atomic.rewrite`: a save that lands meanwhile (the user
     in Obsidian) is kept and ``compute`` is called again on it, so the last call is the one
     written; a note that keeps changing raises ``ConflictError`` (exit 75) with the user's
@@ -1454,14 +1587,20 @@ def update_note(
     path = Path(path)
     owned: dict[bytes, dict[str, Any]] = {}
 
+    def view(meta: Mapping[Any, Any]) -> dict[Any, Any]:
+        # Every owned name goes, a user's bare `status` under a prefix too: it is not ours.
+        shown = {k: v for k, v in meta.items() if k not in keys.keys_of and k not in _ORDER}
+        return shown | keys.owned_view(meta)
+
     def transform(raw: bytes) -> bytes:
         meta, _parts = parse_meta(raw, source)
-        owned[raw] = _owned(meta)
-        return apply(raw, compute(copy.deepcopy(meta)), source)
+        owned[raw] = keys.owned_view(meta)
+        updates = compute(copy.deepcopy(view(meta)))
+        return apply(raw, _named(meta, updates, keys, source), source, names=keys.keys_of)
 
     done = rewrite(path, transform, source)
     before = owned[done.before]
     if not done.changed:
         return WriteResult(path, False, before, before, done.reapplied)
     after, _ = parse_meta(done.after, source)
-    return WriteResult(path, True, before, _owned(after), done.reapplied)
+    return WriteResult(path, True, before, keys.owned_view(after), done.reapplied)

@@ -34,6 +34,7 @@ from vaultmem.index.graph import LinkGraph
 from vaultmem.index.lexical import SCHEMA_VERSION, LexicalIndex
 from vaultmem.index.records import FragmentRelink
 from vaultmem.note import Note, content_hash, parse_note
+from vaultmem.properties import BARE, KeyScheme
 from vaultmem.vault import FileStat, vault_lock, walk_notes
 from vaultmem.workers import Report, run_forked
 
@@ -63,6 +64,9 @@ class IndexReport:
     bytes_read: int
     rebuilt: bool
     healed: str = ""  # what was found damaged and rebuilt ("" when nothing was)
+    # (path, warning) of each note indexed by this run with a warning (Note.warnings): an
+    # invalid owned value, a key written twice.
+    warnings: tuple[tuple[str, str], ...] = ()
 
     @property
     def summary(self) -> str:
@@ -80,6 +84,7 @@ class _Parsed:
     entries: dict[str, mf.Entry] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     bytes_read: int = 0
+    keys: KeyScheme = BARE  # how vaultmem's keys are named in the notes (Config.keys)
 
     def notes(
         self, root: Path, items: Iterable[tuple[FileStat, bytes | None]], tick: Callable[[], None]
@@ -94,7 +99,7 @@ class _Parsed:
                     continue  # vanished since the walk: the next run sees it gone
             self.bytes_read += len(raw)
             try:
-                note = parse_note(f.path, raw, mtime_ns=f.mtime_ns, size=f.size)
+                note = parse_note(f.path, raw, mtime_ns=f.mtime_ns, size=f.size, keys=self.keys)
             except NoteError as exc:
                 self.skipped.append(Skipped(f.path, str(exc)))
                 continue
@@ -235,9 +240,11 @@ class _Run:
         todo: list[tuple[FileStat, bytes | None]] = [(f, None) for f in walk_notes(self.config)]
         procs = self.workers if self.workers is not None else (os.cpu_count() or 1)
         if procs > 1 and len(todo) >= PARALLEL_MIN_NOTES:
-            parsed = _build_parallel(index, self.config.vault, todo, procs, self.progress)
+            parsed = _build_parallel(
+                index, self.config.vault, todo, procs, self.progress, self.config.keys
+            )
         else:
-            parsed = _Parsed()
+            parsed = _Parsed(keys=self.config.keys)
             tick = _ticker(len(todo), self.progress)
             index.update(parsed.notes(self.config.vault, todo, tick), fresh=True)
         with store.transaction():
@@ -264,9 +271,9 @@ class _Run:
         old = store.get_many(f.path for f in plan.changed)
         todo: list[tuple[FileStat, bytes | None]] = [(f, None) for f in plan.new]
         todo += _changed_content(self.config.vault, plan.changed, old, touched)
-        parsed = _Parsed()
+        parsed = _Parsed(keys=self.config.keys)
         directory = lexical.location(cache, state.generation)
-        relink = FragmentRelink(cache)
+        relink = FragmentRelink(store, cache)
         if todo or plan.removed:
             store.mark_pending()
             index = LexicalIndex.open_dir(directory)
@@ -281,8 +288,8 @@ class _Run:
         with store.transaction():
             store.upsert({**touched, **parsed.entries})
             store.delete(plan.removed)
+            _save_relinked(relink, obsolete)
             store.set_meta(fingerprint=fingerprint, pending="", last_index=self._stamp())
-        _save_relinked(self.config, store, relink, obsolete)
         updated = sum(1 for p in parsed.entries if p in stats)
         unchanged = store.count() - len(parsed.entries)
         return _report(parsed, updated, unchanged, len(plan.removed), rebuilt=False)
@@ -303,6 +310,7 @@ def _report(
         seconds=0.0,
         bytes_read=parsed.bytes_read,
         rebuilt=rebuilt,
+        warnings=tuple((p, w) for p, e in sorted(parsed.entries.items()) for w in e.warnings),
     )
 
 
@@ -323,10 +331,14 @@ _TICK_EVERY = 25
 
 
 def _segment_job(
-    directory: Path, root: Path, items: Sequence[tuple[FileStat, bytes | None]], report: Report
+    directory: Path,
+    root: Path,
+    keys: KeyScheme,
+    items: Sequence[tuple[FileStat, bytes | None]],
+    report: Report,
 ) -> tuple[Any, _Parsed]:
     """Worker side: parse ``items`` and write them as one unattached segment."""
-    parsed = _Parsed()
+    parsed = _Parsed(keys=keys)
     count = 0
 
     def tick() -> None:
@@ -346,6 +358,7 @@ def _build_parallel(
     todo: list[tuple[FileStat, bytes | None]],
     procs: int,
     progress: Progress | None,
+    keys: KeyScheme = BARE,
 ) -> _Parsed:
     """Parse and write ``todo`` in ``procs`` processes, one segment each, then attach."""
     # Interleave so each worker gets a similar mix of small and large notes.
@@ -358,7 +371,7 @@ def _build_parallel(
         if progress is not None:
             progress(done, len(todo))
 
-    jobs = [partial(_segment_job, index.directory, root, chunk) for chunk in chunks]
+    jobs = [partial(_segment_job, index.directory, root, keys, chunk) for chunk in chunks]
     results = run_forked(jobs, advanced)
     index.attach_segments([segment for segment, _ in results if segment is not None])
     merged = _Parsed()
@@ -417,8 +430,8 @@ def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Ite
             gone.add(path)
             continue
         todo.append((FileStat(path, st.st_mtime_ns, st.st_size), None))
-    parsed = _Parsed()
-    relink = FragmentRelink(config.cache_dir)
+    parsed = _Parsed(keys=config.keys)
+    relink = FragmentRelink(store, config.cache_dir)
     obsolete = [e.hash for e in store.get_many([*(f.path for f, _ in todo), *gone]).values()]
     store.mark_pending()
     index = LexicalIndex.open_dir(directory)
@@ -430,20 +443,19 @@ def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Ite
     with store.transaction():
         store.upsert(parsed.entries)
         store.delete(gone)
+        # The notes keep the vectors of every fragment whose text the write left alone.
+        _save_relinked(relink, obsolete)
         # An update interrupted before this one is still owed to the next `index`.
         pending = "1" if state.pending else ""
         store.set_meta(fingerprint=lexical.fingerprint(directory), pending=pending)
-    # The notes keep the vectors of every fragment whose text the write left alone.
-    _save_relinked(config, store, relink, obsolete)
 
 
-def _save_relinked(
-    config: Config, store: mf.Store, relink: FragmentRelink, obsolete: Iterable[str]
-) -> None:
-    """Save the re-linked fragments; a failure costs only vectors until the next `embed`
-    (the keyword index is sound), so it is a warning, never a reason to rebuild."""
+def _save_relinked(relink: FragmentRelink, obsolete: Iterable[str]) -> None:
+    """Save the re-linked fragments in the notes' manifest commit; a failure costs only
+    vectors until the next `embed` (the keyword index is sound), so it is a warning,
+    never a reason to rebuild."""
     try:
-        relink.save(obsolete, lambda: set(store.hashes().values()), config.lock_timeout)
+        relink.save(obsolete)
     except (VaultmemError, sqlite3.Error, OSError) as exc:
         warnings.warn(
             IndexNotRefreshed(

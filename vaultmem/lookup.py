@@ -112,5 +112,5 @@ def find_note(config: Config, name: str) -> FoundNote:
     """Resolve ``name`` and read the note (once: the text shown is the text parsed)."""
     path = resolve(config, name)
     raw, st = read_raw(config.vault, path)
-    note = parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    note = parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size, keys=config.keys)
     return FoundNote(note, check_encoding(raw, path))

@@ -5,15 +5,16 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vaultmem.errors import NoteError
-from vaultmem.frontmatter import owned_problem, owned_warnings, parse_meta
+from vaultmem.frontmatter import duplicate_keys, owned_problem, owned_warnings, parse_meta
 from vaultmem.markdown import Heading, WikiLink, normalise_tag, outline
+from vaultmem.properties import BARE, KeyScheme
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,14 @@ class Note:
     size: int
     # Owned keys whose value is invalid, one line each (``created: '2026-13-45' is not a
     # date (line 3); treated as absent``); the memory code reads those keys as absent.
+    # Also a top-level key written twice (YAML keeps the last; a union merge does that).
     warnings: tuple[str, ...] = ()
+    # vaultmem's own keys under its names (``status`` for a ``vm_status`` under a prefix),
+    # without a user's value under an owned name (``status: reading``): what the memory
+    # code reads. ``meta`` is the frontmatter as written, the user's keys included.
+    owned: Mapping[str, Any] = field(default_factory=dict)
+    # Owned keys whose own name holds the user's value (bare ``status: reading``).
+    held: frozenset[str] = frozenset()
 
     @property
     def stem(self) -> str:
@@ -50,25 +58,34 @@ class Note:
 
     @property
     def type(self) -> str:
-        """The memory type (``note`` when unset or invalid)."""
-        return _word(self.meta, "type") or "note"
+        """The memory type (``note`` when unset, invalid or the user's: ``type: book``)."""
+        return _word(self.owned, "type") or "note"
 
     @property
     def status(self) -> str:
-        """The lifecycle status (``active`` when unset or invalid)."""
-        return _word(self.meta, "status") or "active"
+        """The lifecycle status (``active`` when unset or invalid).
+
+        A user's own status (``status: reading``) is given as written: it means nothing to
+        ranking, and no sweep (`review`, `promote`, `gc`) takes a note that is not in one
+        of vaultmem's statuses, so none ever has to overwrite it.
+        """
+        if "status" in self.held:
+            return str(self.meta.get("status")).strip().lower()
+        return _word(self.owned, "status") or "active"
 
     @cached_property
     def quality(self) -> float:
         """ClawMem's quality score of the note (see :func:`vaultmem.scores.quality`)."""
         from vaultmem.scores import quality
 
-        return quality(self.body, self.meta)
+        # vaultmem's own values under their own names, whatever the prefix: the score reads
+        # `type`, `created`, `confidence` and the link keys.
+        return quality(self.body, {**self.meta, **self.owned})
 
     @property
     def created(self) -> str | None:
         """The ``created`` value as ISO 8601 text, if any."""
-        return iso(self.meta.get("created"))
+        return iso(self.owned.get("created"))
 
 
 def _word(meta: Mapping[str, Any], key: str) -> str:
@@ -122,11 +139,18 @@ def _title(meta: Mapping[str, Any], headings: tuple[Heading, ...], path: str) ->
     return PurePosixPath(path).stem, "file"
 
 
-def parse_note(path: str, raw: bytes, *, mtime_ns: int = 0, size: int | None = None) -> Note:
+def parse_note(
+    path: str,
+    raw: bytes,
+    *,
+    mtime_ns: int = 0,
+    size: int | None = None,
+    keys: KeyScheme = BARE,
+) -> Note:
     """Parse a note's bytes. Raises NoteError (naming ``path`` and the line) when it can't:
     a note that is not UTF-8 (:func:`vaultmem.frontmatter.check_encoding`), malformed or
     hostile frontmatter. Invalid owned values do not fail the note: they are listed in
-    ``Note.warnings``.
+    ``Note.warnings``. ``keys`` names vaultmem's keys in the note (``Config.keys``).
 
     Example:
         >>> parse_note("a/B.md", b"---\\ntags: [x]\\n---\\n# Hello\\n").title
@@ -154,7 +178,9 @@ def parse_note(path: str, raw: bytes, *, mtime_ns: int = 0, size: int | None = N
         content_hash=content_hash(raw),
         mtime_ns=mtime_ns,
         size=len(raw) if size is None else size,
-        warnings=owned_warnings(meta, parts),
+        warnings=owned_warnings(meta, parts, keys) + duplicate_keys(parts),
+        owned=keys.owned_view(meta),
+        held=frozenset(k for k, _ in keys.user_keys(meta) if keys.bare(k)),
     )
 
 
@@ -169,7 +195,7 @@ def read_raw(root: Path, path: str) -> tuple[bytes, os.stat_result]:
         raise NoteError(f"{path}: cannot read: {exc.strerror}") from None
 
 
-def read_note(root: Path, path: str) -> Note:
+def read_note(root: Path, path: str, keys: KeyScheme = BARE) -> Note:
     """Read and parse the note at vault-relative ``path`` under ``root``."""
     raw, st = read_raw(root, path)
-    return parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size)
+    return parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size, keys=keys)

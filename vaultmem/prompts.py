@@ -4,8 +4,12 @@ Packaged templates live in the repository's top-level ``templates/`` folder, whi
 ``vaultmem/templates`` links to: package data, so they ship in the wheel as
 ``vaultmem/templates/`` and load from an installed vaultmem with
 :mod:`importlib.resources`, whatever the working directory. A vault overrides one by
-putting a file of the same relative name in ``<vault>/.vaultmem/templates/`` (e.g.
-``.vaultmem/templates/prompts/expand.j2``); the override wins.
+putting a file of the same relative name in ``<vault>/.vaultmem.d/templates/`` (e.g.
+``.vaultmem.d/templates/prompts/expand.j2``); the override wins. ``.vaultmem.d/`` sits
+beside ``.vaultmem.toml`` and is the vault's own: tracked in git with the notes, never
+read as notes. The cache ``.vaultmem/`` is git-ignored and disposable, so the overrides
+that used to live in ``.vaultmem/templates/`` are still read this release, with a
+warning to move them (`doctor` prints the command); one in ``.vaultmem.d/`` wins.
 
 Templates render plain text (prompts, markdown), so autoescaping is off, and undefined
 variables are errors rather than silently empty: a typo in an override should be
@@ -14,21 +18,67 @@ reported, not produce a prompt with a hole in it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Config
-from vaultmem.errors import TemplateError
+from vaultmem.errors import TemplateError, VaultmemWarning
 
 PACKAGE = "vaultmem"
 PACKAGE_DIR = "templates"
-OVERRIDE_DIR = Path(".vaultmem") / "templates"
+OVERRIDE_DIR = Path(".vaultmem.d") / "templates"
+# Read until the release after next: the cache is git-ignored, so a person's overrides
+# there were never versioned with the vault and a cache wipe lost them.
+LEGACY_OVERRIDE_DIR = Path(".vaultmem") / "templates"
+_warned: set[Path] = set()  # legacy overrides already warned about in this process
+
+
+class LegacyTemplate(VaultmemWarning):
+    """A template override was read from the cache folder, where it does not belong."""
 
 
 def override_dir(config: Config) -> Path:
-    """Where the vault's own templates live: ``<vault>/.vaultmem/templates``."""
+    """Where the vault's own templates live: ``<vault>/.vaultmem.d/templates``."""
     return config.vault / OVERRIDE_DIR
+
+
+def legacy_override_dir(config: Config) -> Path:
+    """Where overrides lived before: ``<vault>/.vaultmem/templates`` (the cache)."""
+    return config.vault / LEGACY_OVERRIDE_DIR
+
+
+def legacy_overrides(config: Config) -> list[str]:
+    """The template names (``/``-separated) still in the legacy folder, sorted."""
+    root = legacy_override_dir(config)
+    try:
+        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    except OSError:
+        return []
+
+
+def move_command(config: Config) -> str:
+    """The shell command that moves the legacy overrides to ``.vaultmem.d/templates``
+    (their folder when there is nothing there yet, else each file that has no
+    counterpart there; "" when none is left to move)."""
+    import shlex
+
+    old, new = legacy_override_dir(config), override_dir(config)
+    if not new.exists():
+        return f"mkdir -p {shlex.quote(str(new.parent))} && mv {shlex.quote(str(old))} " + (
+            shlex.quote(str(new))
+        )
+    moves = []
+    for name in legacy_overrides(config):
+        target = new / name
+        if target.exists():
+            continue  # the one in .vaultmem.d wins; nothing to move over it
+        moves.append(
+            f"mkdir -p {shlex.quote(str(target.parent))} && "
+            f"mv -n {shlex.quote(str(old / name))} {shlex.quote(str(target))}"
+        )
+    return " && ".join(moves)
 
 
 def _packaged(name: str) -> str | None:
@@ -52,18 +102,38 @@ def template_source(config: Config, name: str) -> tuple[str, str]:
     ``where`` is the override's path or ``package:vaultmem/templates/<name>``.
     Raises :class:`TemplateError` when neither exists.
     """
-    override = override_dir(config) / name
-    try:
-        if override.is_file():
-            return override.read_text(encoding="utf-8-sig"), str(override)
-    except OSError as exc:
-        raise TemplateError(f"template {override}: cannot read: {exc.strerror}") from None
+    for legacy, folder in enumerate((override_dir(config), legacy_override_dir(config))):
+        override = folder / name
+        try:
+            found = override.read_text(encoding="utf-8-sig") if override.is_file() else None
+        except OSError as exc:
+            raise TemplateError(f"template {override}: cannot read: {exc.strerror}") from None
+        if found is not None:
+            if legacy:
+                _warn_legacy(config, override)
+            return found, str(override)
     text = _packaged(name)
     if text is None:
         raise TemplateError(
             f"no template {name!r} (looked in {override_dir(config)} and the package)"
         )
     return text, f"package:{PACKAGE}/{PACKAGE_DIR}/{name}"
+
+
+def _warn_legacy(config: Config, override: Path) -> None:
+    """One line, once per file and process: where the override should go instead."""
+    if override in _warned:
+        return
+    _warned.add(override)
+    rel = override.relative_to(config.vault).as_posix()
+    new = (OVERRIDE_DIR / override.relative_to(legacy_override_dir(config))).as_posix()
+    warnings.warn(
+        LegacyTemplate(
+            f"template override {rel} is in the cache folder (git-ignored, disposable); "
+            f"move it to {new} (`vaultmem doctor` prints the command)"
+        ),
+        stacklevel=3,
+    )
 
 
 def render(config: Config, name: str, **context: Any) -> str:
@@ -115,35 +185,13 @@ def _failed(where: str, exc: Exception) -> TemplateError:
 
 
 def frontmatter_yaml(meta: Mapping[str, Any]) -> str:
-    """The YAML lines of a new note's frontmatter (without the ``---`` fences), serialised
-    by python-frontmatter in the order given; each line ends in a newline."""
-    import frontmatter as pyfrontmatter  # the library, not vaultmem.frontmatter
+    """The YAML lines of a new note's frontmatter (without the ``---`` fences), in the
+    order given; each line ends in a newline. Written by the serializer every edit uses
+    (:func:`vaultmem.frontmatter.render_value`), so a new note and an edited one have one
+    style: ``"[[x]]"`` double-quoted, list items indented two spaces, UTC datetimes."""
+    from vaultmem.frontmatter import render_value
 
-    text = pyfrontmatter.dumps(
-        pyfrontmatter.Post("", **meta), Dumper=_dumper(), sort_keys=False, allow_unicode=True
-    )
-    inner = text.split("\n", 1)[1].rsplit("---", 1)[0] if meta else ""
-    return inner
-
-
-def _dumper() -> Any:
-    """A YAML safe dumper writing datetimes as vaultmem does everywhere
-    (``2026-12-01T09:30:00Z``, still a YAML timestamp)."""
-    from datetime import datetime
-
-    import yaml
-
-    from vaultmem.scores import to_utc
-
-    class Dumper(yaml.SafeDumper):
-        pass
-
-    def timestamp(dumper: yaml.SafeDumper, value: datetime) -> yaml.Node:
-        text = to_utc(value).isoformat().replace("+00:00", "Z")
-        return dumper.represent_scalar("tag:yaml.org,2002:timestamp", text)
-
-    Dumper.add_representer(datetime, timestamp)
-    return Dumper
+    return "".join(render_value(str(key), value) for key, value in meta.items())
 
 
 def render_note(
@@ -158,13 +206,18 @@ def render_note(
     """
     from vaultmem.errors import NoteError
     from vaultmem.note import parse_note
+    from vaultmem.properties import coerce
 
-    data = render(config, name, frontmatter=frontmatter_yaml(meta), meta=meta, **context)
+    # vaultmem's keys under their names in this vault (``vm_status`` under a prefix), each
+    # of its one property type; the template's ``meta`` keeps vaultmem's names.
+    names = config.keys.names
+    written = {names.get(k, k): coerce(k, v) if k in names else v for k, v in meta.items()}
+    data = render(config, name, frontmatter=frontmatter_yaml(written), meta=meta, **context)
     raw = data.encode("utf-8")
     try:
-        note = parse_note(path, raw)
+        note = parse_note(path, raw, keys=config.keys)
     except NoteError as exc:
         raise TemplateError(f"template {name} rendered an unreadable note: {exc}") from None
-    if any(note.meta.get(key) != value for key, value in meta.items() if key != "created"):
+    if any(note.meta.get(key) != value for key, value in written.items() if key != "created"):
         raise TemplateError(f"template {name} must keep the frontmatter it is given")
     return raw

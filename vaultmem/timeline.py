@@ -478,6 +478,6 @@ def _unindexed(config: Config, path: str) -> _Row:
     """A note the index has not seen yet: read it once (the only file `timeline` opens)."""
     from vaultmem.note import read_note
 
-    note = read_note(config.vault, path)
-    dates = (note.meta.get(key) for key in ("created", "last_used", "last_review"))
+    note = read_note(config.vault, path, config.keys)
+    dates = (note.owned.get(key) for key in ("created", "last_used", "last_review"))
     return _Row(path, note.title, note.type, note.mtime_ns, *dates)

@@ -18,7 +18,8 @@ from vaultmem.config import Config
 from vaultmem.errors import AmbiguousNote, LockBusy, NoteError, NoteNotFound, VaultmemError
 
 # Never read, whatever the globs say (SPEC §3).
-NEVER_READ = frozenset({".obsidian", ".git", ".trash", ".vaultmem"})
+# ``.vaultmem.d`` holds what a person configures (template overrides): never notes.
+NEVER_READ = frozenset({".obsidian", ".git", ".trash", ".vaultmem", ".vaultmem.d"})
 
 
 def expand_braces(pattern: str) -> list[str]:

@@ -68,7 +68,7 @@ class VaultStatus:
     embeddings: dict[str, dict[str, int]]  # model → embedded / fragments / unsplit_notes
     # Why the next `index` rebuilds the keyword index ("" when it is sound).
     index_problem: str = ""
-    # path → owned values that were invalid and treated as absent.
+    # path → its warnings: owned values invalid and treated as absent, keys written twice.
     note_warnings: dict[str, list[str]] = field(default_factory=dict)
     surfaced: int = 0  # `surface` runs in its log
 

@@ -14,6 +14,18 @@ project scope. Over stdio Claude Code starts `vaultmem mcp` itself; over HTTP th
 carries ``Authorization: Bearer`` for the vault's token, written out only into a file
 that is this user's alone; ``.mcp.json`` gets ``${VAULTMEM_SERVE_TOKEN}`` instead, which
 Claude Code expands from its environment.
+
+The project scope is shared with the team, so what it names must hold on every machine:
+`vaultmem` from PATH, found when the hook runs, and the vault relative to the project
+(``$CLAUDE_PROJECT_DIR``, which Claude Code sets for hooks and expands in
+``.mcp.json``; both run in the project folder where it is missing). Where vaultmem is
+not installed the SessionStart hook says so once, in the agent's context, and every hook
+exits 0. The user and local scopes are this user's own: absolute paths are right there.
+
+:class:`Change`, :func:`plan` and :func:`apply` are the one way vaultmem changes an
+agent's configuration file (a diff for ``--dry-run``, a one-time backup, an atomic
+write), for Claude Code here and for Codex CLI and Gemini CLI in
+:mod:`vaultmem.agent.agent_configs`.
 """
 
 from __future__ import annotations
@@ -25,12 +37,13 @@ import os
 import shlex
 import shutil
 import stat
+import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.agent.hooks import EVENT_NAMES, EVENTS
+from vaultmem.agent.hooks import EVENT_NAMES, EVENTS, context_output
 from vaultmem.atomic import atomic_write
 from vaultmem.errors import ConfigError
 
@@ -40,6 +53,18 @@ MCP_NAME = "vaultmem"
 MCP_TRANSPORTS = ("stdio", "http")
 # What a shared .mcp.json says instead of the token: Claude Code expands it at start.
 TOKEN_REFERENCE = "${VAULTMEM_SERVE_TOKEN}"
+# The project folder as Claude Code gives it to hooks and expands it in .mcp.json. Hooks
+# run in the project folder, so $PWD stands in where a version does not set it (absolute:
+# `hook` resolves a relative vault against the event's cwd, which may be a subfolder);
+# .mcp.json expands no $PWD, and Claude Code starts its servers in the project, so ".".
+HOOK_PROJECT_DIR = "${CLAUDE_PROJECT_DIR:-$PWD}"
+PROJECT_DIR = "${CLAUDE_PROJECT_DIR:-.}"
+# What a shared SessionStart hook says, in the agent's context, where vaultmem is missing.
+NOT_INSTALLED = (
+    "vaultmem is not installed on this machine (no `vaultmem` on PATH), so the vault "
+    "memory hooks of this project do nothing: install it (`pip install .` in a clone of "
+    "vaultmem) and start a new session."
+)
 
 
 def settings_path(scope: str, *, home: Path, cwd: Path) -> Path:
@@ -58,6 +83,56 @@ def hook_command(launcher: list[str], vault: Path, event: str) -> str:
     return shlex.join([*launcher, "--vault", str(vault), "hook", event])
 
 
+def project_vault(vault: Path, project: Path) -> str | None:
+    """The vault relative to the project, as the same path on every clone: ``.``, a folder
+    inside it, or the folder it lies in (None when neither holds the other)."""
+    vault, project = vault.resolve(), project.resolve()
+    if vault == project or vault.is_relative_to(project) or project.is_relative_to(vault):
+        return os.path.relpath(vault, project)
+    return None
+
+
+def _project_path(relative: str) -> str:
+    """``${CLAUDE_PROJECT_DIR:-$PWD}/relative`` as a shell word (the variable expanded,
+    the rest quoted)."""
+    where = f'"{HOOK_PROJECT_DIR}"'
+    return where if relative == "." else f"{where}/{shlex.quote(relative)}"
+
+
+def portable_hook_command(relative: str | None, event: str) -> str:
+    """The command a shared settings file runs for ``event``: `vaultmem` from PATH with
+    the vault at ``relative`` to the project (None: no ``--vault``, so ``$VAULTMEM_VAULT``
+    or the vault found from the project), or, where vaultmem is missing, exit 0, after
+    one line of context from SessionStart (the other events say nothing: once a session).
+
+    Example: ``command -v vaultmem >/dev/null 2>&1 || exit 0; exec vaultmem --vault
+    "${CLAUDE_PROJECT_DIR:-$PWD}"/notes hook prompt``
+    """
+    vault = ["--vault", _project_path(relative)] if relative is not None else []
+    missing = "exit 0"
+    if event == "session-start":
+        notice = shlex.quote(context_output("SessionStart", NOT_INSTALLED))
+        missing = f"{{ printf '%s\\n' {notice}; exit 0; }}"
+    run = " ".join(["exec", "vaultmem", *vault, "hook", event])
+    return f"command -v vaultmem >/dev/null 2>&1 || {missing}; {run}"
+
+
+def _vaultmem_words(command: str) -> list[str] | None:
+    """The words of the vaultmem command line in ``command``: all of it, or what a
+    portable command runs after ``exec`` (None when it runs no vaultmem)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if vaultmem_args(words) is not None:
+        return words
+    if "exec" in words:
+        tail = words[len(words) - words[::-1].index("exec") :]
+        if vaultmem_args(tail) is not None:
+            return tail
+    return None
+
+
 def vaultmem_args(words: list[str]) -> list[str] | None:
     """The arguments of a command line that runs vaultmem (a ``vaultmem`` executable, or
     ``python -m vaultmem``), else None."""
@@ -72,11 +147,8 @@ def vaultmem_event(command: object) -> str | None:
     """The ``hook EVENT`` a command runs when it is vaultmem's, else None."""
     if not isinstance(command, str):
         return None
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    rest = vaultmem_args(words)
+    words = _vaultmem_words(command)
+    rest = vaultmem_args(words) if words is not None else None
     if rest is None:
         return None
     for i, word in enumerate(rest[:-1]):
@@ -85,21 +157,35 @@ def vaultmem_event(command: object) -> str | None:
     return None
 
 
-def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
-    """The file's text (None when missing) and its JSON object; ConfigError when it is
-    not a JSON object or its ``hooks`` are not in Claude Code's shape."""
+def read_text(path: Path) -> str | None:
+    """A configuration file's text (None when missing); ConfigError when unreadable."""
     try:
-        text = path.read_text("utf-8")
+        return path.read_text("utf-8")
     except FileNotFoundError:
-        return None, {}
+        return None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
+
+
+def read_json(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text (None when missing) and its JSON object; ConfigError when it is
+    not one (nothing is written then)."""
+    text = read_text(path)
+    if text is None:
+        return None, {}
     try:
         data = json.loads(text) if text.strip() else {}
     except ValueError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc}); fix it, nothing was written") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a JSON object; nothing was written")
+    return text, data
+
+
+def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text (None when missing) and its JSON object; ConfigError when it is
+    not a JSON object or its ``hooks`` are not in Claude Code's shape."""
+    text, data = read_json(path)
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
         raise ConfigError(f'{path}: "hooks" is not an object of lists; nothing was written')
@@ -193,12 +279,19 @@ def with_vaultmem(settings: dict[str, Any], command: Callable[[str], str]) -> di
     return result
 
 
+# How each kind of configuration file is read back: the value a change is judged by.
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "json": lambda text: json.loads(text) if text.strip() else {},
+    "toml": tomllib.loads,
+}
+
+
 @dataclass(frozen=True)
 class Change:
-    """A planned change to one settings file; ``before`` is None for a new file.
+    """A planned change to one configuration file; ``before`` is None for a new file.
 
-    ``mode``: the permission bits a new file gets (None: the umask's); ``hidden``: text
-    (a token) that :meth:`diff` shows as ``***``.
+    ``kind``: ``json`` or ``toml`` (:data:`PARSERS`); ``mode``: the permission bits a new
+    file gets (None: the umask's); ``hidden``: text (a token) :meth:`diff` shows as ``***``.
     """
 
     path: Path
@@ -206,13 +299,15 @@ class Change:
     after: str
     mode: int | None = None
     hidden: tuple[str, ...] = ()
+    kind: str = "json"
 
     @property
     def changed(self) -> bool:
-        """Whether writing would change the file's JSON value."""
+        """Whether writing would change the file's value (formatting alone is no change)."""
         if self.before is None:
             return True
-        return json.loads(self.before or "{}") != json.loads(self.after)
+        parse = PARSERS[self.kind]
+        return bool(parse(self.before) != parse(self.after))
 
     def diff(self) -> str:
         """A unified diff of the file, as ``--dry-run`` shows it ("" when unchanged)."""
@@ -233,9 +328,11 @@ def plan(
     *,
     mode: int | None = None,
     hidden: tuple[str, ...] = (),
+    read: Callable[[Path], tuple[str | None, dict[str, Any]]] = read_settings,
 ) -> Change:
-    """Read the settings at ``path`` and what ``transform`` would make of them."""
-    before, settings = read_settings(path)
+    """Read the JSON settings at ``path`` (with ``read``) and what ``transform`` would
+    make of them."""
+    before, settings = read(path)
     return Change(path, before, render(transform(settings)), mode=mode, hidden=hidden)
 
 
@@ -282,10 +379,19 @@ def mcp_location(scope: str, *, home: Path, cwd: Path) -> McpLocation:
     raise ConfigError(f"unknown scope {scope!r} (choose from {', '.join(SCOPES)})")
 
 
-def stdio_server(launcher: list[str], vault: Path) -> dict[str, Any]:
-    """The entry for `vaultmem --vault VAULT mcp`, which Claude Code starts itself."""
-    args = [*launcher[1:], "--vault", str(vault), "mcp"]
+def stdio_server(launcher: list[str], vault: Path | str | None) -> dict[str, Any]:
+    """The entry for `vaultmem --vault VAULT mcp`, which Claude Code starts itself (no
+    ``--vault`` when ``vault`` is None)."""
+    named = ["--vault", str(vault)] if vault is not None else []
+    args = [*launcher[1:], *named, "mcp"]
     return {"type": "stdio", "command": launcher[0], "args": args, "env": {}}
+
+
+def portable_vault(relative: str | None) -> str | None:
+    """The vault of a shared ``.mcp.json``, under ``${CLAUDE_PROJECT_DIR:-.}``."""
+    if relative is None:
+        return None
+    return PROJECT_DIR if relative == "." else f"{PROJECT_DIR}/{relative}"
 
 
 def http_server(url: str, token: str) -> dict[str, Any]:
@@ -351,17 +457,24 @@ def private_problem(path: Path) -> str | None:
     return None
 
 
-def hook_vault(command: str) -> str | None:
-    """The vault a hook command names with ``--vault``/``-V`` (None: found from the cwd)."""
-    words = shlex.split(command)
-    return next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--vault", "-V")), None)
+def hook_vault(command: str, project: Path | None = None) -> str | None:
+    """The vault a hook command names with ``--vault``/``-V`` (None: found from the cwd);
+    a portable command's project folder is ``project`` (else the cwd)."""
+    words = _vaultmem_words(command) or shlex.split(command)
+    named = (words[i + 1] for i, w in enumerate(words[:-1]) if w in ("--vault", "-V"))
+    vault = next(named, None)
+    for prefix in (HOOK_PROJECT_DIR, PROJECT_DIR):
+        if vault is not None and vault.startswith(prefix):
+            base = project if project is not None else Path.cwd()
+            return str((base / vault[len(prefix) :].lstrip("/")).resolve())
+    return vault
 
 
-def hook_problems(command: str) -> list[str]:
+def hook_problems(command: str, project: Path | None = None) -> list[str]:
     """Why a hook command cannot run: its executable or its vault is missing ([] if fine)."""
-    executable = shlex.split(command)[0]
+    executable = (_vaultmem_words(command) or shlex.split(command))[0]
     why = [] if shutil.which(executable) else [f"{executable} not found"]
-    vault = hook_vault(command)
+    vault = hook_vault(command, project)
     if vault is not None and not Path(vault).is_dir():
         why.append(f"vault {vault} is missing")
     return why

@@ -367,7 +367,9 @@ def _in_vault(config: Config, folder: str, digest: str) -> str | None:
             rel = note_path(config, f"{folder}/{name}" if folder else name, write=False)
             raw, _ = read_raw(config.vault, rel)
             # Only a note holding the digest at all is parsed.
-            if digest.encode() in raw and parse_note(rel, raw).meta.get(HASH_KEY) == digest:
+            if digest.encode() not in raw:
+                continue
+            if parse_note(rel, raw, keys=config.keys).meta.get(HASH_KEY) == digest:
                 return rel
         except NoteError:
             continue

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 LOG_NAME = "hooks.log"
 JOB_LOG_NAME = "hooks-jobs.log"
 SESSION_BRIEF_BUDGET = 2000
+# A server the SessionStart hook started stops after this long without a request.
+SERVER_IDLE = "2h"
 
 
 @dataclass(frozen=True)
@@ -130,14 +132,37 @@ def session_context(config: Any, payload: HookPayload, *, now: datetime) -> str:
     return str(brief)
 
 
-def capture_commands(python: str, root_args: list[str], transcript: Path) -> list[list[str]]:
-    """The commands the detached capture job runs in turn: ``extract``, then ``handoff``
-    (``root_args``: the global options naming the vault and cache)."""
+def capture_commands(
+    python: str, root_args: list[str], transcript: Path, session: str | None = None
+) -> list[list[str]]:
+    """The commands the detached capture job runs in turn: ``feedback`` (with the
+    session's id), ``extract``, then ``handoff`` (``root_args``: the global options naming
+    the vault and cache)."""
     base = [python, "-m", "vaultmem", *root_args]
-    return [[*base, "extract", str(transcript)], [*base, "handoff", str(transcript)]]
+    first = [[*base, "feedback", str(transcript), "--session", session]] if session else []
+    return [*first, [*base, "extract", str(transcript)], [*base, "handoff", str(transcript)]]
 
 
-def start_capture(commands: list[list[str]], job_log: Path) -> int:
+def server_command(python: str, root_args: list[str]) -> list[str]:
+    """The `serve` a SessionStart hook starts, in a detached job: ``--background`` (its
+    log in ``<cache>/server.log``; the job waits for it, the hook does not), any free port
+    (several vaults may each have one), stopping after :data:`SERVER_IDLE` without a
+    request."""
+    serve = ["serve", "--background", "--port", "0", "--idle-timeout", SERVER_IDLE]
+    return [python, "-m", "vaultmem", *root_args, *serve]
+
+
+def server_running(cache_dir: Path) -> bool:
+    """Whether some server holds the vault's server lock (a cheap flock probe)."""
+    from vaultmem.client import LOCK_NAME, flock_held
+
+    try:
+        return flock_held(str(cache_dir / LOCK_NAME))
+    except OSError:
+        return False
+
+
+def start_job(commands: list[list[str]], job_log: Path) -> int:
     """Start ``commands`` one after another in a detached process and return its pid.
 
     The job gets its own session (Claude Code ending, or killing the hook's process
@@ -147,7 +172,8 @@ def start_capture(commands: list[list[str]], job_log: Path) -> int:
     """
     script = "; ".join(shlex.join(command) for command in commands)
     make_cache(job_log.parent)
-    with job_log.open("ab") as log:
+    fd = os.open(job_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "ab") as log:
         job = subprocess.Popen(
             ["/bin/sh", "-c", script],
             stdin=subprocess.DEVNULL,

@@ -2,24 +2,28 @@
 
 ::
 
-    gates (slash command, acknowledgement, shell line, too short, same prompt again in the
-      session; words asking for memory force a lookup past the soft gates)
+    gates (slash command, acknowledgement, shell line, session chatter, too short, same
+      prompt again in the session; words asking for memory force a lookup past the soft
+      gates; :mod:`vaultmem.agent.prompt_gate`)
       → the `query` pipeline without an LLM (BM25, plus vectors when they are cheap)
-      → forgotten, archived, superseded and snoozed notes out (pinned always eligible),
-        and notes already surfaced in this session
-      → relevance floor on the best note's query coverage, relative cut-off for the rest
+      → forgotten, archived, superseded and snoozed notes out (pinned always eligible)
+      → one speak decision over the candidate list (:class:`SpeakModel`)
+      → the first notes in the fused order, a relative cut-off on the fused score
+      → notes already surfaced in this session left out of the block
       → a ``<vault-context>`` block filled best first within a token budget (chars / 4)
 
-Abstaining matters more than recall: a block on every prompt costs tokens and makes
-answers worse when it is noise. The relevance signal is *coverage*: the IDF-weighted
-share of the prompt's terms the note contains (a word the vault has never seen counts
-against it). Unlike a raw BM25 score it does not grow with the length of the prompt or
-the size of the vault, so one floor serves every vault. The floor and the cut-off were
-chosen on the man-page dev vault with ``benchmarks/bench_surface.py`` (BENCHMARKS.md).
+The decision sees the list as `query` ranked it: the first note's BM25 scores over the
+whole note and over its lead, the IDF-weighted share of the prompt's terms the first and
+the best shown note contain (*coverage*; a word the vault has never seen counts against
+it), and with vectors the best cosine and the first note's lead in it. Its weights were
+fit on half of ``benchmarks/data/surface_prompts.jsonl`` (agent prompts over
+example-vault) and scored on the other half (BENCHMARKS.md). What the session already
+saw never changes whether to speak, only what the block leaves out.
 
 State lives in the cache: one small JSON record per session (prompts seen, notes
 surfaced; pruned by age) and an append-only surfacing log (JSON lines, rotated at a
-bounded size) for ``status`` and later feedback loops.
+bounded size) for ``status`` and the feedback loop. Both are derived: losing them costs
+at most a repeated note.
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,8 +39,11 @@ from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.agent.prompt_gate import Gate, gate
+from vaultmem.agent.speak import SHOW_LIMIT, Candidate, coverages, select, shared_pairs
 from vaultmem.config import Config
-from vaultmem.model import check_text
+from vaultmem.errors import RequestError
+from vaultmem.model import check_limit, check_text
 from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
@@ -46,10 +52,9 @@ if TYPE_CHECKING:
     from vaultmem.retrieval.query import Backends, Trace
 
 __all__ = [
-    "COVERAGE_FLOOR",
-    "RELATIVE_CUTOFF",
     "Candidate",
     "Gate",
+    "SessionNotes",
     "SurfaceRequest",
     "SurfaceResult",
     "SurfacedNote",
@@ -58,271 +63,30 @@ __all__ = [
     "candidates",
     "gate",
     "log_count",
+    "record_reinforced",
     "select",
     "session_brief",
+    "session_record",
     "surface",
 ]
 
-# Chosen on the dev vault (benchmarks/bench_surface.py): the lowest floor that keeps
-# abstention on the off-topic prompts at or above 0.90 while the hit rate stays high.
-COVERAGE_FLOOR = 0.55
-# A note below this share of the best note's coverage is not "clearly relevant" too.
-RELATIVE_CUTOFF = 0.5
-# A vector hit this similar qualifies without the words (vectors only; MiniLM cosine).
-COSINE_FLOOR = 0.45
-# Memory words lower the floor by this factor: the user asked for the vault explicitly.
-FORCED_FLOOR_FACTOR = 0.6
 # A note whose coverage is this close to the best one gets a long snippet.
 LONG_SNIPPET_RATIO = 0.95
 LONG_SNIPPET_CHARS = 400
 LONG_SNIPPET_NOTES = 2
 LONG_SNIPPET_LINES = 12
 DEFAULT_BUDGET = 800
+MIN_BUDGET = 50
+MAX_BUDGET = 100_000
 CANDIDATE_LIMIT = 6
+# How deep each retrieval list goes: the fused scores are z-scores over the lists, which
+# say how far the best note stands out only when a list holds more than a handful.
+RETRIEVAL_DEPTH = 30
 REPEAT_WINDOW = timedelta(minutes=10)
 SESSION_TTL = timedelta(days=7)
 SESSION_PROMPTS = 200
 LOG_MAX_BYTES = 1_000_000
 SURFACE_DIR = "surface"
-MIN_TERMS = 2
-
-_SLASH = re.compile(r"^/[A-Za-z][\w:-]*(\s|$)")
-_MEMORY = re.compile(
-    r"\b(remember|remind me|recall|last time|previously|earlier we|"
-    r"what did we|did we|we decided|we agreed|what was our|our decision|"
-    r"have we|in the vault|my notes?|from memory)\b",
-    re.IGNORECASE,
-)
-# Words that make up an acknowledgement or a nudge to go on; a prompt made only of these
-# (and punctuation or emoji) carries no topic.
-_ACK_WORDS = frozenset(
-    [
-        "ok",
-        "okay",
-        "k",
-        "kk",
-        "thanks",
-        "thank",
-        "you",
-        "thx",
-        "ty",
-        "cheers",
-        "continue",
-        "cont",
-        "yes",
-        "yeah",
-        "yep",
-        "yup",
-        "y",
-        "no",
-        "nope",
-        "n",
-        "sure",
-        "go",
-        "ahead",
-        "do",
-        "it",
-        "that",
-        "this",
-        "please",
-        "pls",
-        "plz",
-        "great",
-        "good",
-        "nice",
-        "perfect",
-        "sounds",
-        "keep",
-        "going",
-        "hmm",
-        "hm",
-        "lgtm",
-        "cool",
-        "awesome",
-        "let's",
-        "lets",
-        "let",
-        "us",
-        "try",
-        "work",
-        "done",
-        "right",
-        "alright",
-        "fine",
-        "can",
-        "could",
-        "proceed",
-        "agreed",
-        "agree",
-        "wonderful",
-        "very",
-        "much",
-        "again",
-        "now",
-        "so",
-        "and",
-        "then",
-        "on",
-        "with",
-        "looks",
-        "correct",
-        "exactly",
-        "true",
-        "got",
-        "it",
-        "understood",
-        "makes",
-        "sense",
-        "next",
-        "carry",
-        "well",
-        "job",
-        "excellent",
-        "thats",
-        "that's",
-        "works",
-        "worked",
-        "fixed",
-        "ship",
-        "it",
-        "stop",
-        "wait",
-        "also",
-        "more",
-        "all",
-        "of",
-        "course",
-        "sgtm",
-        "go",
-        "on",
-        "the",
-        "same",
-    ]
-)
-_SHELL_COMMANDS = frozenset(
-    [
-        "git",
-        "npm",
-        "npx",
-        "pnpm",
-        "yarn",
-        "pip",
-        "pip3",
-        "pipx",
-        "python",
-        "python3",
-        "uv",
-        "poetry",
-        "cd",
-        "ls",
-        "ll",
-        "docker",
-        "docker-compose",
-        "kubectl",
-        "helm",
-        "cargo",
-        "rustc",
-        "pytest",
-        "tox",
-        "nox",
-        "make",
-        "cmake",
-        "gradle",
-        "mvn",
-        "go",
-        "node",
-        "deno",
-        "bun",
-        "rm",
-        "mv",
-        "cp",
-        "mkdir",
-        "rmdir",
-        "touch",
-        "chmod",
-        "chown",
-        "cat",
-        "less",
-        "grep",
-        "rg",
-        "sed",
-        "awk",
-        "curl",
-        "wget",
-        "ssh",
-        "scp",
-        "rsync",
-        "sudo",
-        "apt",
-        "apt-get",
-        "brew",
-        "terraform",
-        "tar",
-        "unzip",
-        "export",
-        "source",
-        "echo",
-        "ps",
-        "kill",
-        "top",
-        "htop",
-        "vim",
-        "nvim",
-        "code",
-        "tail",
-        "head",
-        "ruby",
-        "bundle",
-        "rake",
-        "composer",
-        "php",
-        "dotnet",
-        "swift",
-        "./configure",
-        "systemctl",
-        "journalctl",
-    ]
-)
-# Commands that are also English words: a shell line only when short and without prose.
-_AMBIGUOUS = frozenset(
-    [
-        "make",
-        "go",
-        "cat",
-        "code",
-        "top",
-        "source",
-        "export",
-        "touch",
-        "less",
-        "head",
-        "tail",
-        "kill",
-    ]
-)
-_PROSE = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "my",
-        "your",
-        "to",
-        "for",
-        "of",
-        "is",
-        "are",
-        "please",
-        "how",
-        "why",
-        "what",
-        "when",
-        "should",
-    ]
-)
-_WORD = re.compile(r"[\w']+")
-
-
 # --- values ------------------------------------------------------------------------------
 
 
@@ -338,6 +102,11 @@ class SurfaceRequest:
     def __post_init__(self) -> None:
         check_text(self.prompt, "prompt")
         check_text(self.session, "session")
+        # The same bounds for the CLI, MCP and REST: under 50 tokens no note fits.
+        if check_limit(self.budget, "budget", most=MAX_BUDGET) < MIN_BUDGET:
+            raise RequestError(
+                f"budget must be from {MIN_BUDGET} to {MAX_BUDGET}, not {self.budget}"
+            )
 
 
 @dataclass(frozen=True)
@@ -377,29 +146,20 @@ class SurfaceResult:
         return {"context": self.context, "notes": [n.as_json() for n in self.notes]}
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A retrieved note with its query coverage (the relevance the floor compares)."""
-
-    hit: Hit
-    coverage: float
-    pinned: bool = False
-    cosine: float | None = None  # the vector list's similarity, when vectors ran
-
-
-@dataclass(frozen=True)
-class Gate:
-    """What the gates decided: ``reason`` to abstain ("" to search), and the search text."""
-
-    reason: str
-    text: str
-    forced: bool = False
-
-
 @dataclass
 class _Session:
     prompts: dict[str, str] = field(default_factory=dict)  # prompt hash -> ISO time
     notes: list[str] = field(default_factory=list)
+    reinforced: list[str] = field(default_factory=list)  # by the feedback loop
+
+
+@dataclass(frozen=True)
+class SessionNotes:
+    """What a session's record says: the notes surfaced in it (in the order shown), and
+    those the feedback loop has reinforced for it."""
+
+    notes: tuple[str, ...] = ()
+    reinforced: tuple[str, ...] = ()
 
 
 def estimate_tokens(text: str) -> int:
@@ -410,91 +170,7 @@ def estimate_tokens(text: str) -> int:
 # --- gates -------------------------------------------------------------------------------
 
 
-def _is_shell(prompt: str) -> bool:
-    tokens = prompt.split()
-    if not tokens or "?" in prompt or "\n" in prompt.strip():
-        return False
-    first = tokens[0].lower()
-    if first not in _SHELL_COMMANDS and not first.startswith(("./", "~/")):
-        return False
-    if first in _AMBIGUOUS:
-        return len(tokens) <= 3 and not {t.lower() for t in tokens[1:]} & _PROSE
-    return not {t.lower() for t in tokens[1:]} & _PROSE or any(t.startswith("-") for t in tokens)
-
-
-def _is_ack(prompt: str) -> bool:
-    words = [w.lower() for w in _WORD.findall(prompt)]
-    return all(w in _ACK_WORDS for w in words)  # emoji or punctuation only: no words
-
-
-def gate(prompt: str) -> Gate:
-    """Decide whether ``prompt`` deserves a lookup, and with which text.
-
-    Example:
-        >>> gate("/help").reason, gate("thanks!").reason, gate("git status").reason
-        ('slash command', 'acknowledgement', 'shell command')
-    """
-    text = " ".join(prompt.split())
-    if not text:
-        return Gate("empty prompt", "")
-    if _SLASH.match(text):
-        return Gate("slash command", "")
-    if _is_shell(text):
-        return Gate("shell command", "")
-    forced = _MEMORY.search(text) is not None
-    if not forced and _is_ack(text):
-        return Gate("acknowledgement", "")
-    # Imported only here: the cheap gates above answer without loading the index code.
-    from vaultmem.index.lexical import query_terms
-
-    # The memory words themselves say nothing about the topic: search what is left.
-    topic = " ".join(_MEMORY.sub(" ", text).split()) if forced else text
-    if forced:
-        return Gate("", topic if query_terms(topic) else text, forced=True)
-    if len(query_terms(text)) < MIN_TERMS:
-        return Gate("too short", "")
-    return Gate("", text)
-
-
 # --- retrieval ---------------------------------------------------------------------------
-
-
-def _idf(searcher: Any, term: str, total: int) -> float:
-    # A term the vault never saw weighs like the rarest word: the prompt is about
-    # something the vault does not hold.
-    df = searcher.doc_frequency("text", term)
-    return math.log(1 + (total + 1) / (df + 0.5))
-
-
-def _contains(searcher: Any, docnum: int, term: str) -> bool:
-    try:
-        postings = searcher.postings("text", term)
-    except Exception:  # whoosh raises TermNotFound (a KeyError) for an unknown term
-        return False
-    postings.skip_to(docnum)
-    return bool(postings.is_active() and postings.id() == docnum)
-
-
-def coverages(index: LexicalIndex, text: str, paths: Sequence[str]) -> dict[str, float]:
-    """Each note's IDF-weighted share of the query's distinct terms (0–1)."""
-    from vaultmem.index.lexical import query_terms
-
-    terms = sorted(set(query_terms(text[:2000])))
-    if not terms or not paths:
-        return dict.fromkeys(paths, 0.0)
-    searcher = index.searcher()
-    total = max(searcher.doc_count(), 1)
-    weights = {t: _idf(searcher, t, total) for t in terms}
-    whole = sum(weights.values())
-    out: dict[str, float] = {}
-    for path in paths:
-        docnum = searcher.document_number(path=path)
-        if docnum is None:
-            out[path] = 0.0
-            continue
-        found = sum(w for t, w in weights.items() if _contains(searcher, docnum, t))
-        out[path] = found / whole
-    return out
 
 
 def cheap_backends(config: Config, vectors: bool | None) -> Backends:
@@ -548,7 +224,7 @@ def candidates(
     index = index or LexicalIndex.open(config.cache_dir)
     options = QueryOptions(
         limit=CANDIDATE_LIMIT,
-        candidates=CANDIDATE_LIMIT,
+        candidates=RETRIEVAL_DEPTH,
         rerank=False,
         ranking=RankingOptions(now=now, review_share=0.0),
     )
@@ -557,46 +233,43 @@ def candidates(
     hits = [h for h in result.hits if h.path in entries and not _excluded(entries[h.path], now)]
     cover = coverages(index, text, [h.path for h in hits])
     pinned = {p for p, e in entries.items() if e.memory.get("pinned") is True}
-    cosines = {h.path: _cosine(t) for h, t in zip(result.hits, result.traces, strict=True)}
-    return [Candidate(h, cover[h.path], h.path in pinned, cosines[h.path]) for h in hits]
+    traces = {h.path: t for h, t in zip(result.hits, result.traces, strict=True)}
+    phrases = {h.path: shared_pairs(text, _note_text(config, h.path)) for h in hits[:SHOW_LIMIT]}
+    return [
+        Candidate(
+            h,
+            cover[h.path].share,
+            pinned=h.path in pinned,
+            rarest=cover[h.path].rarest,
+            phrases=phrases.get(h.path, 0),
+            cosine=_listed(traces[h.path], "vec:original"),
+            fused=_fused(traces[h.path]),
+            bm25=_listed(traces[h.path], "bm25:original"),
+            lead=_listed(traces[h.path], "bm25:lead"),
+        )
+        for h in hits
+    ]
 
 
-def _cosine(trace: Trace) -> float | None:
-    found = dict(trace.lists).get("vec:original")
+def _note_text(config: Config, path: str) -> str:
+    """The note's text through the note-path gate ("" when it is not one or unreadable)."""
+    from vaultmem.errors import NoteError
+    from vaultmem.vault import note_path
+
+    try:
+        rel = note_path(config, path, write=False)
+        return (config.vault / rel).read_text("utf-8-sig", errors="replace")
+    except (NoteError, OSError):
+        return ""
+
+
+def _fused(trace: Trace) -> float | None:
+    return trace.fused.score if trace.fused is not None else None
+
+
+def _listed(trace: Trace, name: str) -> float | None:
+    found = dict(trace.lists).get(name)
     return found.score if found is not None else None
-
-
-def select(
-    found: Sequence[Candidate],
-    *,
-    floor: float = COVERAGE_FLOOR,
-    cutoff: float = RELATIVE_CUTOFF,
-    cosine_floor: float = COSINE_FLOOR,
-    seen: Iterable[str] = (),
-) -> list[Candidate]:
-    """The candidates clearly relevant: nothing unless one clears ``floor``, then those near it.
-
-    The floor decides *whether* to speak: unless some note covers the prompt that well
-    (or a vector similarity reaches ``cosine_floor``: a paraphrase shares meaning, not
-    words), nothing is shown. Which notes are shown is then retrieval's call, in its
-    order: every note with at least ``cutoff`` times the best coverage, or the cosine.
-    The floor is not applied to each note, because coverage only counts which prompt
-    words a note holds: a note that happens to hold one rare word ("pick") would
-    otherwise push out the one titled with the prompt's topic. Notes the session has
-    already seen are skipped.
-    """
-    skip = set(seen)
-    fresh = [c for c in found if c.hit.path not in skip]
-    if not fresh:
-        return []
-    best = max(c.coverage for c in fresh)
-
-    def vector_match(c: Candidate) -> bool:
-        return (c.cosine or 0.0) >= cosine_floor
-
-    if best < floor and not any(vector_match(c) for c in fresh):
-        return []
-    return [c for c in fresh if c.coverage >= best * cutoff or vector_match(c)]
 
 
 # --- the block ---------------------------------------------------------------------------
@@ -613,10 +286,7 @@ def _escape(text: str) -> str:
 
 def _long_snippet(config: Config, hit: Hit) -> str:
     """The hit's line and what follows it, up to LONG_SNIPPET_CHARS, as one line."""
-    try:
-        lines = (config.vault / hit.path).read_text("utf-8-sig", errors="replace").splitlines()
-    except OSError:
-        return hit.snippet
+    lines = _note_text(config, hit.path).splitlines()
     start = max(hit.line, 1) - 1
     end = max(hit.line_end or 0, start + LONG_SNIPPET_LINES)
     words: list[str] = []
@@ -693,16 +363,33 @@ def _load_session(path: Path) -> _Session:
     try:
         data = json.loads(path.read_text("utf-8"))
         prompts = {str(k): str(v) for k, v in dict(data.get("prompts", {})).items()}
-        return _Session(prompts, [str(n) for n in data.get("notes", [])])
+        notes = [str(n) for n in data.get("notes", [])]
+        return _Session(prompts, notes, [str(n) for n in data.get("reinforced", [])])
     except (OSError, ValueError, TypeError, AttributeError):
         return _Session()  # no record, or a damaged one: start the session afresh
+
+
+def session_record(config: Config, session: str) -> SessionNotes:
+    """The notes surfaced in ``session`` and those reinforced for it (none when the
+    session has no record: never surfaced, pruned after a week, or the cache cleared)."""
+    record = _load_session(_session_path(config, session))
+    return SessionNotes(tuple(dict.fromkeys(record.notes)), tuple(record.reinforced))
+
+
+def record_reinforced(config: Config, session: str, paths: Sequence[str]) -> None:
+    """Note in ``session``'s record that ``paths`` were reinforced for it."""
+    path = _session_path(config, session)
+    record = _load_session(path)
+    record.reinforced.extend(p for p in paths if p not in record.reinforced)
+    make_cache(config.cache_dir)
+    _save_session(path, record)
 
 
 def _save_session(path: Path, record: _Session) -> None:
     from vaultmem.atomic import atomic_write
 
     prompts = dict(sorted(record.prompts.items(), key=lambda kv: kv[1])[-SESSION_PROMPTS:])
-    data = {"prompts": prompts, "notes": record.notes}
+    data = {"prompts": prompts, "notes": record.notes, "reinforced": record.reinforced}
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(data).encode())
     _prune_sessions(path.parent)
@@ -810,16 +497,17 @@ def _surface(
             return SurfaceResult("", (), "same prompt within 10 minutes")
         record.prompts[key] = now.isoformat()
     found = candidates(config, decision.text, now=now, index=index, backends=backends)
-    floor = COVERAGE_FLOOR * (FORCED_FLOOR_FACTOR if decision.forced else 1.0)
-    chosen = select(found, floor=floor, seen=record.notes)
+    spoken = select(found, forced=decision.forced)
+    seen = set(record.notes)
+    chosen = [c for c in spoken if c.hit.path not in seen]
     context, kept = build_block(config, chosen, request.budget)
     record.notes.extend(c.hit.path for c in kept)
     if spath is not None:
         make_cache(config.cache_dir)
         _save_session(spath, record)
     if not kept:
-        why = "nothing clearly relevant" if not chosen else "budget too small"
-        if found and not chosen and all(c.hit.path in record.notes for c in found[:1]):
+        why = "nothing clearly relevant" if not spoken else "budget too small"
+        if spoken and not chosen:
             why = "already surfaced in this session"
         return SurfaceResult("", (), why)
     notes = tuple(SurfacedNote(c.hit.path, c.hit.title, c.coverage, c.hit.line) for c in kept)

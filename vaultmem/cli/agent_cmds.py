@@ -20,7 +20,7 @@ def surface(
         None, "--session", help="Session id: no note twice, no repeat of a prompt in 10 minutes."
     ),
     budget: int = typer.Option(
-        800, "--budget", min=50, max=100_000, help="Most tokens the block may take (chars/4)."
+        800, "--budget", help="Most tokens the block may take (chars/4), 50 to 100000."
     ),
     json_out: bool = typer.Option(
         False, "--json", help='One object: {"context": ..., "notes": [{path, title, score, line}]}.'

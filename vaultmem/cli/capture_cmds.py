@@ -129,3 +129,47 @@ def handoff(
     if not done.created:
         typer.echo("transcript unchanged since the last handoff", err=True)
     typer.echo(done.path)
+
+
+@app.command()
+def feedback(
+    ctx: typer.Context,
+    transcript: Path = TRANSCRIPT,
+    session: str = typer.Option(
+        None, "--session", help="The session id (default: the one the transcript records)."
+    ),
+    most: int = typer.Option(
+        None, "--max", min=0, metavar="N", help="At most N notes a session (hooks.reinforce_max)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be reinforced."),
+    json_out: bool = typer.Option(False, "--json", help="Print what happened as one object."),
+) -> None:
+    """Reinforce the notes surfaced in a session that its transcript shows were used.
+
+    A note `surface` showed in the session counts as used when the assistant named its
+    path, file name or title, opened it with a tool, or repeated six words of it in a
+    row. Each such note is reinforced once per session (use_count + 1, last_used now,
+    and confirmed: it was surfaced, then used), in one batched write, at most
+    hooks.reinforce_max (5) a session. The PreCompact and SessionEnd hooks run it.
+
+    Example:
+        vaultmem feedback ~/.claude/projects/-home-me-harbor/3f2a9c1e.jsonl
+        vaultmem feedback session.md --session 3f2a9c1e --dry-run
+    """
+    from vaultmem.agent.feedback import feedback as run_feedback
+
+    config = load_config(ctx)
+    done = run_feedback(
+        config, transcript, now=clock(), session=session, limit=most, dry_run=dry_run
+    )
+    if json_out:
+        typer.echo(json.dumps(done.as_json(), ensure_ascii=False))
+        return
+    verb = "would reinforce" if dry_run else "reinforced"
+    for path in done.reinforced:
+        sign = next(u.sign for u in done.used if u.path == path)
+        typer.echo(f"{verb} {path} (used: {sign})")
+    typer.echo(
+        f"{len(done.surfaced)} surfaced, {len(done.used)} used, {len(done.reinforced)} {verb}",
+        err=True,
+    )

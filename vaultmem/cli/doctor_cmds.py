@@ -37,7 +37,9 @@ def doctor(
     notes), notes that do not parse and owned values that are invalid, typed links that
     resolve to no note, the vector store (model and dimension of each collection, orphan
     and missing vectors, its record), each configured endpoint (one request, 2 s; keys are
-    never shown), Claude Code hooks and a running `serve`. One line per finding: ok, warn,
+    never shown), Claude Code hooks, a running `serve`, and how git merges the notes
+    (vaultmem's driver registered in this clone? .gitattributes? notes left with conflict
+    markers, each with the command that settles it). One line per finding: ok, warn,
     PROBLEM or repaired, with the command that fixes what doctor does not. --repair
     re-indexes, deletes an unreadable vector store, drops orphan vectors and removes a dead
     server's server.json; it never embeds (run `vaultmem embed`). Exit status: 0 healthy
@@ -59,7 +61,9 @@ def doctor(
     if checked.config is None:
         report = doc.config_failure(checked.error, checked.warnings)
     else:
-        around = doc.Surroundings(home=Path.home(), cwd=Path.cwd())
+        around = doc.Surroundings(
+            home=Path.home(), cwd=Path.cwd(), search_path=os.environ.get("PATH", "")
+        )
         report = doc.diagnose(checked.config, around)
         if repair:
             report = doc.repair(checked.config, report, around)

@@ -44,6 +44,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "hooks": "hook_cmds",
         "extract": "capture_cmds",
         "handoff": "capture_cmds",
+        "feedback": "capture_cmds",
         "mcp": "mcp_cmds",
     },
     "Servers": {"serve": "serve_cmds", "watch": "watch_cmds"},
@@ -54,6 +55,9 @@ SECTIONS: dict[str, dict[str, str]] = {
         "status": "index_cmds",
         "doctor": "doctor_cmds",
         "cron": "doctor_cmds",
+        "git": "git_cmds",
+        "keys": "keys_cmds",
+        "merge-driver": "git_cmds",
         "eval": "eval_cmds",
     },
 }

@@ -15,21 +15,35 @@ import typer
 from vaultmem.cli import app, clock, launcher, load_config, open_vault, root_args
 
 DRY_RUN = typer.Option(
-    False, "--dry-run", help="Print the diff of the settings file; write nothing."
+    False, "--dry-run", help="Print the diff of each file it would change; write nothing."
 )
 SCOPE = typer.Option(
     "user",
     "--scope",
-    help="user: ~/.claude/settings.json; project: .claude/settings.json; "
-    "local: .claude/settings.local.json (both under the working folder).",
+    help="user: ~/.claude/settings.json; project: .claude/settings.json (shared: vaultmem "
+    "from PATH, the vault relative to the project); local: .claude/settings.local.json "
+    "(both under the working folder). Codex and Gemini: user or project.",
 )
-CLAUDE = typer.Option(False, "--claude", help="Claude Code's settings (the only agent today).")
+CLAUDE = typer.Option(False, "--claude", help="Claude Code: its hooks (and --mcp).")
+CODEX = typer.Option(
+    False,
+    "--codex",
+    help="Codex CLI: vaultmem's MCP server as [mcp_servers.vaultmem] in "
+    "$CODEX_HOME/config.toml (~/.codex), or .codex/config.toml for --scope project.",
+)
+GEMINI = typer.Option(
+    False,
+    "--gemini",
+    help="Gemini CLI: vaultmem's MCP server under mcpServers in ~/.gemini/settings.json, "
+    "or .gemini/settings.json for --scope project.",
+)
 MCP = typer.Option(
     None,
     "--mcp",
     metavar="stdio|http",
     help="Also register vaultmem's MCP server with Claude Code for the scope: stdio (Claude "
-    "Code starts `vaultmem mcp`) or http (the running `serve`'s /mcp, with the token).",
+    "Code starts `vaultmem mcp`) or http (the running `serve`'s /mcp, with the token). "
+    "The transport for --codex and --gemini too (stdio when not given).",
 )
 
 
@@ -95,14 +109,22 @@ def _answer(
         return hooks.context_output(
             "UserPromptSubmit", hooks.prompt_context(vault, payload, now=now)
         )
+    jobs = config.cache_dir / hooks.JOB_LOG_NAME
     if event == "session-start":
+        if config.hooks_start_server and not hooks.server_running(config.cache_dir):
+            pid = hooks.start_job(
+                [hooks.server_command(sys.executable, root_args(ctx, config))], jobs
+            )
+            hooks.log_line(log, now, event, f"started vaultmem serve (pid {pid})")
         return hooks.context_output("SessionStart", hooks.session_context(config, payload, now=now))
     transcript = payload.transcript_path
     if transcript is None or not transcript.is_file():
         hooks.log_line(log, now, event, f"no transcript to capture ({transcript})")
         return ""
-    commands = hooks.capture_commands(sys.executable, root_args(ctx, config), transcript)
-    pid = hooks.start_capture(commands, config.cache_dir / hooks.JOB_LOG_NAME)
+    commands = hooks.capture_commands(
+        sys.executable, root_args(ctx, config), transcript, payload.session_id
+    )
+    pid = hooks.start_job(commands, jobs)
     hooks.log_line(log, now, event, f"started extract and handoff of {transcript} (pid {pid})")
     return ""
 
@@ -117,7 +139,8 @@ def _fallback_log() -> Path:
 
 hooks_app = typer.Typer(
     help=(
-        "Install, remove or inspect vaultmem's Claude Code hooks.\n\n"
+        "Install, remove or inspect vaultmem's Claude Code hooks, and its MCP server in "
+        "Claude Code, Codex CLI and Gemini CLI.\n\n"
         "install merges handlers for UserPromptSubmit, SessionStart, PreCompact and "
         "SessionEnd into a settings file, keeping every other key and hook; uninstall "
         "removes only vaultmem's; status shows where they are.\n\n"
@@ -133,6 +156,19 @@ def _path(scope: str) -> Path:
     from vaultmem.agent.claude_settings import settings_path
 
     return settings_path(scope, home=Path.home(), cwd=Path.cwd())
+
+
+def _agents(codex: bool, gemini: bool) -> list[str]:
+    return [name for name, on in (("codex", codex), ("gemini", gemini)) if on]
+
+
+def _agent_file(agent: str, scope: str) -> Any:
+    """Where ``agent`` keeps its MCP servers for ``scope`` (``$CODEX_HOME`` read here, at
+    the edge)."""
+    from vaultmem.agent.agent_configs import mcp_file
+
+    codex_home = os.environ.get("CODEX_HOME") or None
+    return mcp_file(agent, scope, **_around(), codex_home=Path(codex_home) if codex_home else None)
 
 
 def _write(change: Any, dry_run: bool, done: str) -> None:
@@ -152,6 +188,8 @@ def _write(change: Any, dry_run: bool, done: str) -> None:
 def install(
     ctx: typer.Context,
     claude: bool = CLAUDE,
+    codex: bool = CODEX,
+    gemini: bool = GEMINI,
     scope: str = SCOPE,
     dry_run: bool = DRY_RUN,
     vault: str = typer.Option(
@@ -159,12 +197,20 @@ def install(
     ),
     mcp: str = MCP,
 ) -> None:
-    """Merge vaultmem's hooks into Claude Code's settings for one scope.
+    """Merge vaultmem's hooks into Claude Code's settings for one scope, and register its
+    MCP server with Claude Code, Codex CLI or Gemini CLI.
 
-    Each handler runs `vaultmem --vault ABS_VAULT hook EVENT` with an explicit timeout
-    (prompt 8 s, session-start 10 s, pre-compact 10 s, session-end 5 s). Every other key
+    In the user and local scopes each handler runs `vaultmem --vault ABS_VAULT hook
+    EVENT`, with an explicit timeout (prompt 8 s, session-start 10 s, pre-compact 10 s,
+    session-end 5 s). Every other key
     and every other tool's hooks are kept; running it again changes nothing; the file
     is backed up to settings.json.vaultmem-backup before vaultmem first changes it.
+
+    --scope project writes what works on a teammate's machine too: `vaultmem` from PATH
+    and the vault relative to the project ("${CLAUDE_PROJECT_DIR:-$PWD}"/VAULT; none
+    when the vault is outside the project: then $VAULTMEM_VAULT). Where vaultmem is not
+    installed, the SessionStart hook says so in one line of the agent's context and
+    every hook exits 0.
 
     --mcp also registers the MCP server as "vaultmem" in Claude Code's MCP config for
     the scope (user: ~/.claude.json; local: its entry for the working folder; project:
@@ -174,59 +220,144 @@ def install(
     .mcp.json gets "Bearer ${VAULTMEM_SERVE_TOKEN}" instead (export it from `vaultmem
     serve token` where Claude Code starts). --dry-run shows the token as ***.
 
+    --codex and --gemini register the MCP server (stdio unless --mcp http) in Codex's
+    config.toml ([mcp_servers.vaultmem], every other byte of the file kept) and Gemini's
+    settings.json (mcpServers.vaultmem), merged, idempotent, backed up; over http both
+    read the token from $VAULTMEM_SERVE_TOKEN, never from the file.
+
     Example:
         vaultmem --vault ~/notes hooks install --claude --dry-run
         vaultmem --vault ~/notes hooks install --claude --mcp stdio
+        vaultmem hooks install --claude --scope project --vault ./notes
+        vaultmem --vault ~/notes hooks install --codex --gemini
     """
     from vaultmem.agent import claude_settings
     from vaultmem.errors import ConfigError
 
-    if not claude:
-        raise ConfigError("name the agent: --claude (Claude Code is the only one today)")
+    agents = _agents(codex, gemini)
+    if not claude and not agents:
+        raise ConfigError("name the agent: --claude, --codex and/or --gemini")
     if mcp is not None and mcp not in claude_settings.MCP_TRANSPORTS:
         raise typer.BadParameter(f"{mcp!r}: choose stdio or http", param_hint="--mcp")
     if vault:
         ctx.find_root().obj["vault"] = vault
     config = load_config(ctx)
-    target = config.vault
     start = launcher()
+    shared = scope == "project"
+    relative = claude_settings.project_vault(config.vault, Path.cwd()) if shared else None
+    # Every change is planned before any is written: a refusal leaves every file as it was.
+    writes: list[tuple[Any, str]] = []
+    notes: list[str] = []
+    if claude:
+        target = config.vault
 
-    def command(event: str) -> str:
-        return claude_settings.hook_command(start, target, event)
+        def command(event: str) -> str:
+            if shared:
+                return claude_settings.portable_hook_command(relative, event)
+            return claude_settings.hook_command(start, target, event)
 
-    change = claude_settings.plan(_path(scope), lambda s: claude_settings.with_vaultmem(s, command))
-    mcp_change = _mcp_change(config, scope, mcp, start) if mcp else None
-    _write(change, dry_run, "installed vaultmem hooks in")
-    if mcp_change is not None:
-        _write(mcp_change, dry_run, f"registered vaultmem's MCP server ({mcp}) in")
-        if mcp == "http" and claude_settings.mcp_location(scope, **_around()).shared:
-            typer.echo(
-                f"note: {mcp_change.path} sends {claude_settings.TOKEN_REFERENCE}: export "
-                'VAULTMEM_SERVE_TOKEN="$(vaultmem serve token)" where Claude Code starts'
+        change = claude_settings.plan(
+            _path(scope), lambda s: claude_settings.with_vaultmem(s, command)
+        )
+        writes.append((change, "installed vaultmem hooks in"))
+        if shared and relative is None:
+            notes.append(
+                f"note: the vault {config.vault} is outside this project, so the shared "
+                "hooks name none: each teammate sets VAULTMEM_VAULT where Claude Code starts"
             )
+        if mcp:
+            writes.append(
+                (
+                    _mcp_change(config, scope, mcp, start, relative),
+                    f"registered vaultmem's MCP server ({mcp}) in",
+                )
+            )
+            if mcp == "http" and claude_settings.mcp_location(scope, **_around()).shared:
+                notes.append(_token_note(writes[-1][0].path))
+    for agent in agents:
+        where = _agent_file(agent, scope)
+        transport = mcp or "stdio"
+        writes.append(
+            (
+                _agent_change(config, where, transport, start, relative),
+                f"registered vaultmem's MCP server ({transport}) for {agent} in",
+            )
+        )
+        if transport == "http":
+            notes.append(_token_note(where.path))
+    for change, done in writes:
+        _write(change, dry_run, done)
+    for note in dict.fromkeys(notes):
+        typer.echo(note)
+
+
+def _token_note(path: Path) -> str:
+    from vaultmem.agent.claude_settings import TOKEN_REFERENCE
+
+    return (
+        f"note: {path} sends {TOKEN_REFERENCE}: export "
+        'VAULTMEM_SERVE_TOKEN="$(vaultmem serve token)" where the agent starts'
+    )
 
 
 def _around() -> dict[str, Path]:
     return {"home": Path.home(), "cwd": Path.cwd()}
 
 
-def _mcp_change(config: Any, scope: str, transport: str, start: list[str]) -> Any:
+def _server_url(config: Any) -> str:
+    """The running server's /mcp, else the default port's."""
+    from vaultmem.servers.serve import MCP_PATH, running
+
+    found = running(config.cache_dir)
+    return (found.url if found else "http://127.0.0.1:8765") + MCP_PATH
+
+
+def _agent_change(
+    config: Any, where: Any, transport: str, start: list[str], relative: str | None
+) -> Any:
+    """The planned change to Codex's or Gemini's MCP config: absolute paths for the user
+    scope; `vaultmem` from PATH and the vault relative to the project for a shared file
+    (which the agent, started in the project, resolves there)."""
+    from vaultmem.agent import agent_configs
+    from vaultmem.errors import ConfigError
+
+    if transport == "http":
+        entry = agent_configs.http_entry(where.agent, _server_url(config))
+    elif where.shared:
+        if relative is None:
+            raise ConfigError(
+                f"the vault {config.vault} is outside this project: {where.path} is shared "
+                "and cannot name it (use --scope user, or a vault inside the project)"
+            )
+        entry = agent_configs.stdio_entry("vaultmem", ["--vault", relative, "mcp"])
+    else:
+        entry = agent_configs.stdio_entry(
+            start[0], [*start[1:], "--vault", str(config.vault), "mcp"]
+        )
+    return agent_configs.plan_install(where, entry)
+
+
+def _mcp_change(
+    config: Any, scope: str, transport: str, start: list[str], relative: str | None
+) -> Any:
     """The planned change to the scope's MCP config (the token never in a shared file,
-    nor in one another user may read)."""
+    nor in one another user may read; a shared stdio entry portable)."""
     from vaultmem.agent import claude_settings
     from vaultmem.errors import ConfigError
 
     where = claude_settings.mcp_location(scope, **_around())
     if transport == "stdio":
-        entry = claude_settings.stdio_server(start, config.vault)
+        if where.shared:
+            portable = claude_settings.portable_vault(relative)
+            entry = claude_settings.stdio_server(["vaultmem"], portable)
+        else:
+            entry = claude_settings.stdio_server(start, config.vault)
         return claude_settings.plan(
             where.path, lambda s: claude_settings.with_mcp(s, where.keys, entry)
         )
     from vaultmem.servers.auth import TOKEN_ENV, server_auth
-    from vaultmem.servers.serve import MCP_PATH, running
 
-    found = running(config.cache_dir)
-    url = (found.url if found else "http://127.0.0.1:8765") + MCP_PATH
+    url = _server_url(config)
     hidden: tuple[str, ...] = ()
     if where.shared:
         token = claude_settings.TOKEN_REFERENCE
@@ -247,31 +378,50 @@ def _mcp_change(config: Any, scope: str, transport: str, start: list[str]) -> An
 
 
 @hooks_app.command()
-def uninstall(claude: bool = CLAUDE, scope: str = SCOPE, dry_run: bool = DRY_RUN) -> None:
+def uninstall(
+    claude: bool = CLAUDE,
+    codex: bool = CODEX,
+    gemini: bool = GEMINI,
+    scope: str = SCOPE,
+    dry_run: bool = DRY_RUN,
+) -> None:
     """Remove vaultmem's hooks (and its MCP server entry) from one scope, and nothing else.
 
     Handlers whose command runs `vaultmem … hook EVENT` go; a matcher group, event list
     or "hooks" object left empty by that goes too; other keys and hooks stay as they are.
     The "vaultmem" entry of the scope's MCP config (see `hooks install --mcp`) goes too.
+    Claude Code's when no agent is named; --codex and --gemini remove vaultmem's MCP
+    server from those agents' files instead (with --claude: as well).
 
     Example:
         vaultmem hooks uninstall --claude --scope project
+        vaultmem hooks uninstall --codex --gemini
     """
-    from vaultmem.agent import claude_settings
+    from vaultmem.agent import agent_configs, claude_settings
 
-    change = claude_settings.plan(_path(scope), claude_settings.without_vaultmem)
-    _write(change, dry_run, "removed vaultmem hooks from")
-    where = claude_settings.mcp_location(scope, **_around())
-    _text, settings = claude_settings.read_settings(where.path)
-    if claude_settings.installed_mcp(settings, where.keys) is not None:
-        mcp = claude_settings.plan(where.path, lambda s: claude_settings.without_mcp(s, where.keys))
-        _write(mcp, dry_run, "removed vaultmem's MCP server from")
+    agents = _agents(codex, gemini)
+    if claude or not agents:
+        change = claude_settings.plan(_path(scope), claude_settings.without_vaultmem)
+        _write(change, dry_run, "removed vaultmem hooks from")
+        where = claude_settings.mcp_location(scope, **_around())
+        _text, settings = claude_settings.read_settings(where.path)
+        if claude_settings.installed_mcp(settings, where.keys) is not None:
+            mcp = claude_settings.plan(
+                where.path, lambda s: claude_settings.without_mcp(s, where.keys)
+            )
+            _write(mcp, dry_run, "removed vaultmem's MCP server from")
+    for agent in agents:
+        found = _agent_file(agent, scope)
+        if agent_configs.installed(found) is None:
+            typer.echo(f"unchanged: {found.path}")
+            continue
+        _write(agent_configs.plan_uninstall(found), dry_run, f"removed {agent}'s vaultmem MCP from")
 
 
 @hooks_app.command()
 def status(claude: bool = CLAUDE) -> None:
     """Say which Claude Code scopes have vaultmem hooks and whether their command runs,
-    and which register vaultmem's MCP server.
+    and which register vaultmem's MCP server (Claude Code, Codex CLI, Gemini CLI).
 
     One line per scope: the settings file, the events wired to vaultmem, and whether the
     executable and the vault in the command exist; then one line per MCP entry.
@@ -279,7 +429,7 @@ def status(claude: bool = CLAUDE) -> None:
     Example:
         vaultmem hooks status
     """
-    from vaultmem.agent import claude_settings
+    from vaultmem.agent import agent_configs, claude_settings
     from vaultmem.errors import ConfigError
 
     for scope in claude_settings.SCOPES:
@@ -305,11 +455,27 @@ def status(claude: bool = CLAUDE) -> None:
             typer.echo(f"{scope} MCP: {exc}")
             continue
         if entry is not None:
-            args = entry.get("args")
-            words = [str(entry.get("command", "?")), *(args if isinstance(args, list) else [])]
-            target = entry.get("url") or shlex.join(str(w) for w in words)
-            kind = entry.get("type", "stdio")
-            typer.echo(f"{scope} MCP: {where.path}: vaultmem ({kind}, {target})")
+            typer.echo(f"{scope} MCP: {where.path}: vaultmem ({_server_words(entry)})")
+    for agent in agent_configs.AGENTS:
+        for scope in agent_configs.SCOPES:
+            found = _agent_file(agent, scope)
+            try:
+                entry = agent_configs.installed(found)
+            except ConfigError as exc:
+                typer.echo(f"{agent} {scope} MCP: {exc}")
+                continue
+            if entry is not None:
+                typer.echo(f"{agent} {scope} MCP: {found.path}: vaultmem ({_server_words(entry)})")
+
+
+def _server_words(entry: dict[str, Any]) -> str:
+    """An MCP entry in words: its transport and what it starts or reaches."""
+    url = entry.get("url") or entry.get("httpUrl")
+    if url:
+        return f"http, {url}"
+    args = entry.get("args")
+    words = [str(entry.get("command", "?")), *(args if isinstance(args, list) else [])]
+    return f"{entry.get('type', 'stdio')}, {shlex.join(str(w) for w in words)}"
 
 
 def _check(command: str) -> str:
@@ -319,4 +485,6 @@ def _check(command: str) -> str:
     problems = hook_problems(command)
     if problems:
         return f"BROKEN ({', '.join(problems)})"
-    return f"ok ({shlex.split(command)[0]}, vault {hook_vault(command)})"
+    words = shlex.split(command)
+    executable = "vaultmem" if "exec" in words else words[0]
+    return f"ok ({executable}, vault {hook_vault(command)})"

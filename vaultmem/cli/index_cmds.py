@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,23 +22,80 @@ def init(
     path: Path = typer.Argument(
         None, help="Folder to make a vault (default: --vault, else the current folder)."
     ),
+    git: bool = typer.Option(
+        False,
+        "--git",
+        help="Also `git init` the folder when it is in no repository, and register "
+        "vaultmem's merge driver (as `vaultmem git setup` does).",
+    ),
+    obsidian_types: bool = typer.Option(
+        False,
+        "--obsidian-types",
+        help="Also add vaultmem's keys to .obsidian/types.json, one property type each "
+        "(merged: entries already there are kept).",
+    ),
 ) -> None:
     """Make a folder a vaultmem vault: write .vaultmem.toml and the cache folder.
 
     Safe to rerun: existing files are kept. The cache gets a .gitignore of "*" so the
-    indexes never enter git.
+    indexes never enter git. With --git, notes merge with vaultmem's driver in this
+    clone (run `vaultmem git setup` in every other clone).
+
+    With --obsidian-types, .obsidian/types.json gets one property type per vaultmem
+    key (your entries there are kept).
 
     Example:
-        vaultmem init ~/notes
+        vaultmem init ~/notes --git
     """
     from vaultmem.workspace import init_vault
 
     obj = ctx.find_root().obj or {}
-    target = path or (Path(obj["vault"]) if obj.get("vault") else Path.cwd())
-    created = init_vault(target.expanduser())
+    target = (path or (Path(obj["vault"]) if obj.get("vault") else Path.cwd())).expanduser()
+    created = init_vault(target)
     for item in created:
         typer.echo(f"created {item}")
-    typer.echo(f"vault ready: {target.expanduser().resolve()} (next: vaultmem index)")
+    if git:
+        _setup_git(ctx, target)
+    if obsidian_types:
+        _obsidian_types(ctx, target)
+    typer.echo(f"vault ready: {target.resolve()} (next: vaultmem index)")
+
+
+def _obsidian_types(ctx: typer.Context, vault: Path) -> None:
+    """`init --obsidian-types`: the owned keys' types merged into .obsidian/types.json."""
+    from vaultmem.errors import ConfigError
+    from vaultmem.properties import merge_obsidian_types
+
+    config = _new_vault_config(ctx, vault)
+    path = config.vault / ".obsidian" / "types.json"
+    try:
+        added, kept = merge_obsidian_types(path, config.keys)
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"cannot add vaultmem's types: {exc}") from None
+    typer.echo(f"{path.relative_to(config.vault)}: {len(added)} vaultmem properties added")
+    for name in kept:
+        typer.echo(f"{name}: kept your type in types.json, vaultmem writes another", err=True)
+
+
+def _setup_git(ctx: typer.Context, vault: Path) -> None:
+    """`init --git`: `git setup` for the vault just made, creating its repository."""
+    from vaultmem.cli.git_cmds import report_setup
+    from vaultmem.gitmerge.registration import setup_git
+
+    report_setup(setup_git(_new_vault_config(ctx, vault), create_repo=True))
+
+
+def _new_vault_config(ctx: typer.Context, vault: Path) -> Config:
+    """The configuration of the vault `init` just made (the root options' cache folder)."""
+    from vaultmem import config as cfg
+
+    obj = ctx.find_root().obj or {}
+    return cfg.load(
+        vault_flag=str(vault),
+        env=dict(os.environ),
+        cwd=Path.cwd(),
+        overrides={"cache_dir": obj.get("cache_dir")},
+    )
 
 
 @app.command()
@@ -53,9 +111,11 @@ def index(
     """Bring the indexes up to date with the vault (only changed notes are read).
 
     Updates the keyword index, then embeds new fragments (like `embed`) unless --no-embed
-    or no embedder is configured. Notes that fail to parse are reported and skipped; the
-    rest are indexed. An unreachable embedding endpoint is one line on stderr: the
-    keyword index is still brought up to date. Prints one summary line per stage.
+    or no embedder is configured. Notes that fail to parse are reported and skipped (a
+    note left with git conflict markers says so); the rest are indexed, and a warning is
+    printed for each with an invalid vaultmem value or a key written twice. An
+    unreachable embedding endpoint is one line on stderr: the keyword index is still
+    brought up to date. Prints one summary line per stage.
 
     Example:
         vaultmem --vault example-vault index
@@ -68,12 +128,15 @@ def index(
     echo_repaired(report.healed, "keyword index rebuilt from the vault")
     for skip in report.skipped:
         typer.echo(f"skipped {skip.reason}", err=True)
+    for path, warning in report.warnings:
+        typer.echo(f"vaultmem: warning: {path}: {warning}", err=True)
     data: dict[str, object] = {
         "added": report.added,
         "updated": report.updated,
         "unchanged": report.unchanged,
         "removed": report.removed,
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "warnings": [{"path": p, "warning": w} for p, w in report.warnings],
         "seconds": round(report.seconds, 3),
         "rebuilt": report.rebuilt,
         "healed": report.healed,
@@ -146,7 +209,7 @@ def status(
     if info.note_warnings:
         typer.echo(
             f"warnings:     {len(info.note_warnings)} notes with invalid vaultmem values "
-            "treated as absent (`status --json` lists them)"
+            "(treated as absent) or keys written twice (`status --json` lists them)"
         )
     typer.echo(f"cache:        {config.cache_dir} ({_size(info.cache_bytes)})")
     typer.echo(f"surfaced:     {info.surfaced} prompts logged by `surface`")

@@ -56,8 +56,23 @@ def _trace_table(trace: Trace) -> list[str]:
         ]
         if m.newer_version:
             flags.append(f"below its newer version {m.newer_version}")
+        if m.contradicted_by:
+            flags.append(f"below {m.contradicted_by}, which contradicts it")
         extra = f" ({', '.join(flags)})" if flags else ""
-        out.append(f"      memory: relevance {m.relevance:.3f}, prior {m.prior:.3f}{extra}")
+        parts = ""
+        if m.recency is not None:
+            parts = (
+                f" (recency {m.recency:.3f}, confidence {m.confidence:.3f}, "
+                f"quality {m.quality:.3f}; weight {m.weight:g})"
+            )
+        moved = f"{m.score - m.relevance:+.3f} → {m.score:.3f}"
+        ranks = ""
+        if trace.before_prior is not None and trace.after_prior is not None:
+            ranks = f", rank {trace.before_prior.rank} → {trace.after_prior.rank}"
+        out.append(
+            f"      memory: relevance {m.relevance:.3f}, prior {m.prior:.3f}{parts}{extra}: "
+            f"{moved}{ranks}"
+        )
     return out
 
 
@@ -142,8 +157,8 @@ def query(
 
     BM25 probe → expansion by the LLM (opt-in: --expand or [query] expand = true; skipped
     when the keyword match is already strong and no --intent is given) → BM25 and vector
-    search of the query and each variant →
-    reciprocal rank fusion → reranking of the best fragment per note → position-aware
+    search of the query and each variant, and of the notes' leads (title and opening) →
+    z-score fusion → reranking of the best fragment per note → position-aware
     blend → near-duplicates demoted → memory prior and review slots (as in `search`).
     Every model is optional: without an LLM there is no
     expansion, without a reranker the fused order stands, without an embedder only BM25

@@ -46,6 +46,12 @@ def serve(
         False, "--background", help="Start detached, print its URL and pid once it answers."
     ),
     json_out: bool = typer.Option(False, "--json", help="With --background: one JSON object."),
+    idle_timeout: str = typer.Option(
+        "never",
+        "--idle-timeout",
+        metavar="DURATION",
+        help="Stop after this long without a request (2h, 30m; never: keep serving).",
+    ),
 ) -> None:
     """Keep the vault warm in one process: REST API, MCP over HTTP, and the CLI's searches.
 
@@ -62,7 +68,8 @@ def serve(
     (0600; `vaultmem serve token` prints it), unless --token names one; --no-auth serves
     without, on loopback only. The CLI's socket needs no token: only this user can
     connect to it. One server per vault; Ctrl-C or SIGTERM stops it (exit 0), and so
-    does removing its cache. Its log is <cache>/server.log with --background.
+    does removing its cache, and --idle-timeout after that long without a request (the
+    SessionStart hook starts one with 2h). Its log is <cache>/server.log with --background.
 
     Example:
         vaultmem --vault ~/notes serve --background --watch
@@ -85,11 +92,25 @@ def serve(
         auth=auth.source,
         watch=watch,
         forward_delay=delay,
+        idle_timeout=_seconds(idle_timeout),
     )
     if background:
         _start_background(ctx, config, options, json_out)
     else:
         _serve_here(config, options)
+
+
+def _seconds(duration: str) -> float | None:
+    """``--idle-timeout`` in seconds (None: never); a bad value is a usage error."""
+    from vaultmem.scores import parse_half_life
+
+    try:
+        found = parse_half_life(duration)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{duration!r}: a duration such as 2h or 30m, or never", param_hint="--idle-timeout"
+        ) from None
+    return None if found is None else found.total_seconds()
 
 
 def _serve_here(config: Any, options: Any) -> None:
@@ -117,8 +138,7 @@ def _serve_here(config: Any, options: Any) -> None:
 def _start_background(ctx: typer.Context, config: Any, options: Any, json_out: bool) -> None:
     """Start `serve` detached (own session, log in the cache) and wait until it answers."""
     from vaultmem.cli import root_args
-    from vaultmem.servers.serve import LOG_NAME, running, server_running
-    from vaultmem.vault import make_cache
+    from vaultmem.servers.serve import running, server_running, start_detached
 
     if running(config.cache_dir) is not None:
         raise server_running(config.cache_dir)
@@ -126,21 +146,12 @@ def _start_background(ctx: typer.Context, config: Any, options: Any, json_out: b
     args += ["--host", options.host, "--port", str(options.port)]
     args += ["--watch"] if options.watch else []
     args += ["--no-auth"] if options.auth == "none" else []
+    if options.idle_timeout is not None:
+        args += ["--idle-timeout", f"{options.idle_timeout / 60:g}m"]
     env = dict(os.environ)
     if options.auth == "given":
         env["VAULTMEM_SERVE_TOKEN"] = options.token  # not in argv: `ps` shows argv
-    make_cache(config.cache_dir)
-    log_path = config.cache_dir / LOG_NAME
-    with _open_log(log_path) as log:
-        child = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            env=env,
-            cwd=config.vault,
-            start_new_session=True,
-        )
+    child, log_path = start_detached(args, config, env)
     found = _wait_started(config.cache_dir, child, log_path)
     if json_out:
         typer.echo(json.dumps(found.as_json()))
@@ -149,23 +160,6 @@ def _start_background(ctx: typer.Context, config: Any, options: Any, json_out: b
 
         typer.echo(f"serving {found.vault} at {found.url} (pid {found.pid}; log: {log_path})")
         typer.echo(f"clients authenticate with {describe(found.auth)}")
-
-
-def _open_log(path: Path) -> Any:
-    """The server log, opened to append without following a link planted in its place,
-    private to this user (it names the notes the server touched)."""
-    from vaultmem.errors import VaultmemError
-
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o600)
-    except OSError as exc:
-        raise VaultmemError(f"cannot open {path}: {exc.strerror}") from None
-    info = os.fstat(fd)
-    if info.st_uid != os.getuid():
-        os.close(fd)
-        raise VaultmemError(f"refusing {path}: it is owned by uid {info.st_uid}; remove it")
-    return os.fdopen(fd, "ab")
 
 
 def _wait_started(cache_dir: Path, child: subprocess.Popen[bytes], log_path: Path) -> Any:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import IndexStateError, VaultmemError
 from vaultmem.index import manifest as mf
+from vaultmem.index.live_stats import LiveBM25F, LiveStats, field_length, length_field
 from vaultmem.index.manifest import Entry, memory_keys
 from vaultmem.index.whoosh_light import light_imports
 from vaultmem.markdown import expand_tag
@@ -31,10 +32,10 @@ from vaultmem.vault import make_cache
 with light_imports():
     from whoosh import index as windex
     from whoosh import query as q
-    from whoosh import scoring
     from whoosh.analysis import STOP_WORDS, Analyzer, LowercaseFilter, RegexTokenizer
     from whoosh.codec.whoosh3 import W3Codec
-    from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+    from whoosh.columns import NumericColumn
+    from whoosh.fields import COLUMN, ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
     from whoosh.lang.porter import stem
     from whoosh.query import Query
     from whoosh.system import pack_uint
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from vaultmem.note import Note
 
 # Bumped whenever the schema or analysis changes: the index is then rebuilt.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 # Each build lives in its own folder, ``whoosh-<generation>``; the manifest names the
 # live one. ``whoosh`` alone is where releases before generations kept it.
 DIR_PREFIX = "whoosh-"
@@ -66,9 +67,23 @@ FIELD_WEIGHTS: dict[str, float] = {
 }
 BM25_K1 = 1.5
 BM25_B = 0.85
-# A one-word query of a short word also matches titles by prefix ("postg" → postgres).
+# Prefix matching (build_query): a short last word ("postg", "pgb") and a word the
+# vault lacks ("pagin") also match the vault terms they start, each at a fraction of a
+# typed word's weight, at most PREFIX_TERMS of them (those most notes hold) per word.
 PREFIX_MAX_LEN = 4
+PREFIX_MIN_LEN = 3
+PREFIX_LAST_WORDS = 1
 PREFIX_WEIGHT = 0.3
+PREFIX_TERMS = 5
+PREFIX_SCAN = 2000
+# A query word (and whether it is a short last word) → the vault terms it may start.
+Prefixed = Callable[[str, bool], list[str]]
+
+# The lead field: title + the note's opening characters, searched as a list of its own by
+# `query` (what a note is about is said first). 1,000 characters scored best on half A of
+# the man-page dev split among 400-1,600 (benchmarks/tune_fusion.py; BENCHMARKS.md).
+LEAD_CHARS = 1000
+LEAD_FIELD = "lead"
 
 WORD_RE = re.compile(r"\w+")
 
@@ -208,9 +223,10 @@ class WeightedText(TEXT):
 
 
 def _schema() -> Schema:
-    return Schema(
+    schema = Schema(
         path=ID(stored=True, unique=True),
         text=WeightedText(phrase=False),
+        lead=WeightedText(phrase=False),
         names=TEXT(analyzer=_names_analyzer(), phrase=False),
         title=STORED(),
         tagtree=KEYWORD(commas=True, lowercase=True),
@@ -225,6 +241,17 @@ def _schema() -> Schema:
         memory=STORED(),
         quality=STORED(),
     )
+    # Each scored field's exact length per note, as a column: BM25's average field
+    # length over the live notes is summed from it (see vaultmem.index.live_stats).
+    for name in [n for n, field in schema.items() if field.scorable]:
+        schema.add(length_field(name), COLUMN(NumericColumn("I")))
+    return schema
+
+
+@lru_cache(maxsize=1)
+def _scored_fields() -> dict[str, Any]:
+    """The fields BM25 scores, by name (each has a length column)."""
+    return {name: field for name, field in _schema().items() if field.scorable}
 
 
 @lru_cache(maxsize=1)
@@ -248,9 +275,10 @@ def _document(note: Note) -> dict[str, Any]:
             "body": note.body,
         }
     )
-    return {
+    doc: dict[str, Any] = {
         "path": note.path,
         "text": text,
+        "lead": f"{note.title}\n{opening(note.body)}",
         "names": "\n".join([note.title, *names]),
         "title": note.title,
         "tagtree": ",".join(tagtree),
@@ -260,9 +288,25 @@ def _document(note: Note) -> dict[str, Any]:
         "created": note.created or "",
         "modified": note.mtime_ns / 1e9,
         "body_line": note.body_start_line,
-        "memory": json.dumps(memory_keys(note.meta), ensure_ascii=False),
+        "memory": json.dumps(memory_keys(note.owned), ensure_ascii=False),
         "quality": note.quality,
     }
+    for name, field in _scored_fields().items():
+        if isinstance(field, WeightedText) and isinstance(doc[name], str):
+            doc[name] = weighted_terms({"body": doc[name]})  # as Whoosh would; once
+        doc[length_field(name)] = field_length(field, doc[name])
+    return doc
+
+
+def opening(body: str, chars: int = LEAD_CHARS) -> str:
+    """The first ``chars`` characters of ``body``, without a word cut in two at the end."""
+    if len(body) <= chars:
+        return body
+    head = body[:chars]
+    if not body[chars].isspace():
+        cut = max(head.rfind(space) for space in " \t\n")
+        head = head[:cut] if cut > 0 else head  # no space at all: one giant word, cut
+    return head
 
 
 def location(cache_dir: Path, generation: str) -> Path:
@@ -441,8 +485,17 @@ class LexicalIndex:
         """
         if self._searcher is None:
             with self._guard():
-                self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=BM25_B, K1=BM25_K1))
+                weighting = LiveBM25F(B=BM25_B, K1=BM25_K1)
+                searcher = self._ix.searcher(weighting=weighting)
+                weighting.stats = LiveStats(searcher.reader())
+                self._searcher = searcher
         return self._searcher
+
+    def live_stats(self) -> LiveStats:
+        """The statistics of the live documents the searcher scores with."""
+        stats = self.searcher().weighting.stats
+        assert isinstance(stats, LiveStats)
+        return stats
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -470,26 +523,65 @@ class LexicalIndex:
             self._searcher.close()
             self._searcher = None
 
-    def search(self, text: str, *, limit: int, filters: Filters = Filters()) -> list[LexicalHit]:
-        """BM25F over title, aliases, headings, tags and body; any input string is safe."""
-        query = build_query(text)
-        if query is None:
+    def search(
+        self, text: str, *, limit: int, filters: Filters = Filters(), lead: bool = False
+    ) -> list[LexicalHit]:
+        """BM25F over title, aliases, headings, tags and body; any input string is safe.
+
+        ``lead``: BM25 over the lead field instead (title + opening, :data:`LEAD_CHARS`);
+        an index built before that field existed has no lead hits.
+        """
+        if lead and LEAD_FIELD not in self._ix.schema:
             return []
-        # Block-max skipping needs per-posting length stats, which this codec leaves out
-        # (see LexicalCodec); without them it only adds overhead, so score exhaustively.
         searcher = self.searcher()
         with self._guard():
+            query = build_lead_query(text) if lead else build_query(text, self._prefixed)
+            if query is None or limit <= 0:
+                return []
+            return self._ranked(searcher, query, limit, filters)
+
+    def _ranked(
+        self, searcher: Any, query: Query, limit: int, filters: Filters
+    ) -> list[LexicalHit]:
+        """The best ``limit`` hits, equal scores in path order.
+
+        Whoosh breaks ties by document number, which a rebuild renumbers; asking for one
+        more than needed (more while the tie runs on) makes the cut independent of it.
+        """
+        wanted = limit + 1
+        while True:
+            # Block-max skipping needs per-posting length stats, which this codec leaves
+            # out (see LexicalCodec); without them it only adds overhead: score all.
             results = searcher.search(
-                query, limit=limit, filter=_filter(filters), mask=_mask(filters), optimize=False
+                query, limit=wanted, filter=_filter(filters), mask=_mask(filters), optimize=False
             )
-            return [_hit(r["path"], float(r.score), r) for r in results]
+            hits = [_hit(r["path"], float(r.score), r) for r in results]
+            if len(hits) < wanted or hits[-1].score != hits[limit - 1].score:
+                break
+            wanted *= 4
+        hits.sort(key=lambda h: (-h.score, h.path))
+        return hits[:limit]
+
+    def matched_terms(self, text: str) -> list[str]:
+        """The terms :meth:`search` looks for: the query's own, then those it matches by
+        prefix (what a snippet should show)."""
+        terms = query_terms(text[:2000])
+        with self._guard():
+            return [*terms, *prefix_terms(text, terms, self._prefixed)]
+
+    def _prefixed(self, word: str, short_last: bool) -> list[str]:
+        """The vault's terms ``word`` may be the start of (see :func:`build_query`)."""
+        stats = self.live_stats()
+        if not short_last and stats.doc_frequency("text", _stem(word) or word) > 0:
+            return []
+        return stats.prefixed("text", word, limit=PREFIX_TERMS, scan=PREFIX_SCAN)
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         """Each term's BM25 inverse document frequency in the ``text`` field."""
-        searcher = self.searcher()
         with self._guard():
-            n = searcher.doc_count()
-            frequencies = {t: searcher.doc_frequency("text", t) for t in terms}
+            stats = self.live_stats()
+            n = stats.doc_count
+            frequencies = {t: stats.doc_frequency("text", t) for t in terms}
         return {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in frequencies.items()}
 
     def entries(self, paths: Iterable[str]) -> dict[str, Entry]:
@@ -511,21 +603,51 @@ class LexicalIndex:
         return dict(doc) if doc else None
 
 
-def build_query(text: str) -> Query | None:
+def build_query(text: str, prefixed: Prefixed | None = None) -> Query | None:
     """An OR of the query's terms over the BM25F text (None when the text has no terms).
 
-    A query of one short word (type-ahead: "postg", "k8s") also matches title and alias
-    words by prefix. Longer queries don't: there a prefix adds noise, not recall, and on
-    the man-page benchmark it cost MRR.
+    With ``prefixed``, the terms :func:`prefix_terms` adds count :data:`PREFIX_WEIGHT`
+    of a typed word each.
     """
     terms = query_terms(text[:2000])
     if not terms:
         return None
     clauses: list[Query] = [q.Term("text", term) for term in terms[:64]]
-    words = WORD_RE.findall(text[:200].lower())
-    if len(words) == 1 and 2 <= len(words[0]) <= PREFIX_MAX_LEN and PREFIX_WEIGHT > 0:
-        clauses.append(q.Prefix("names", words[0], boost=PREFIX_WEIGHT))
+    if prefixed is not None and PREFIX_WEIGHT > 0:
+        extra = prefix_terms(text, terms, prefixed)
+        clauses += [q.Term("text", term, boost=PREFIX_WEIGHT) for term in extra]
     return q.Or(clauses)
+
+
+def prefix_terms(text: str, terms: Sequence[str], prefixed: Prefixed) -> list[str]:
+    """The vault terms a query's words may be the start of, beyond its own ``terms``.
+
+    The last word when it is short and the query is one word (type-ahead: "postg",
+    "pgb"), and any word of at least :data:`PREFIX_MIN_LEN` letters the vault does not
+    hold ("pagin" → paginated): each gives the :data:`PREFIX_TERMS` terms it starts that
+    most notes hold (``prefixed``: :meth:`LiveStats.prefixed`).
+    """
+    words = [w for w in WORD_RE.findall(text[:200].lower()) if w not in _STOP_WORDS]
+    last = words[-1] if 0 < len(words) <= PREFIX_LAST_WORDS else ""
+    typed = set(terms)
+    out: list[str] = []
+    for word in dict.fromkeys(words):
+        short_last = word == last and 2 <= len(word) <= PREFIX_MAX_LEN
+        if not short_last and len(word) < PREFIX_MIN_LEN:
+            continue
+        for term in prefixed(word, short_last):
+            if term not in typed:
+                typed.add(term)
+                out.append(term)
+    return out
+
+
+def build_lead_query(text: str) -> Query | None:
+    """An OR of the query's terms over the lead field (None when the text has no terms)."""
+    terms = query_terms(text[:2000])
+    if not terms:
+        return None
+    return q.Or([q.Term(LEAD_FIELD, term) for term in terms[:64]])
 
 
 def _filter(filters: Filters) -> Query | None:

@@ -42,6 +42,19 @@ _DDL = (
     " type TEXT NOT NULL, status TEXT NOT NULL, tags TEXT NOT NULL, memory TEXT NOT NULL,"
     " quality REAL NOT NULL, warnings TEXT NOT NULL, links TEXT NOT NULL) WITHOUT ROWID",
 )
+# The embed sweep's split of each note content per fragment size: ``refs`` is the JSON
+# ``[[fragment hash, start line, end line, heading], ...]`` naming the vectors the notes
+# with that content own (see records.FragmentCache). Added to a schema-5 manifest by the
+# first writer that needs it: a schema bump would rebuild every keyword index.
+_FRAGMENTS_DDL = (
+    "CREATE TABLE IF NOT EXISTS fragments (size INTEGER NOT NULL, content TEXT NOT NULL,"
+    " refs TEXT NOT NULL, PRIMARY KEY (size, content)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS fragments_content ON fragments (content)",
+    # Whether any note still holds a content: one lookup, not a scan of every row.
+    "CREATE INDEX IF NOT EXISTS notes_hash ON notes (hash)",
+)
+_PUT_FRAGMENTS = "INTO fragments (size, content, refs) VALUES (?, ?, ?)"
+_UNHELD = "NOT EXISTS (SELECT 1 FROM notes WHERE notes.hash = fragments.content)"
 
 
 @dataclass(frozen=True)
@@ -169,6 +182,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
+        self._fragments_ready = False
 
     def close(self) -> None:
         """Release the database (the last connection out checkpoints the WAL)."""
@@ -335,6 +349,76 @@ class Store:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'rows_version'").fetchone()
         return str(row[0]) if row else ""
 
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A step inside :meth:`transaction` that fails alone: on an error its statements
+        are rolled back and the error raised, and the transaction can still commit."""
+        self._conn.execute("SAVEPOINT step")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK TO step")
+            raise
+        finally:
+            self._conn.execute("RELEASE step")
+
+    # --- fragment rows (see _FRAGMENTS_DDL) ------------------------------------------------
+
+    def fragment_sizes(self) -> list[int]:
+        """The fragment sizes that have rows, smallest first (a few index lookups)."""
+        if not self.current():
+            return []
+        sizes, sql = [0], "SELECT min(size) FROM fragments WHERE size > ?"
+        try:
+            while (found := self._conn.execute(sql, (sizes[-1],)).fetchone()[0]) is not None:
+                sizes.append(int(found))
+        except sqlite3.OperationalError:  # no fragments table yet
+            return []
+        return sizes[1:]
+
+    def fragment_rows(self, size: int) -> dict[str, str]:
+        """content hash → refs JSON of every row of one fragment size."""
+        if not self.current():
+            return {}
+        sql = "SELECT content, refs FROM fragments WHERE size = ?"
+        try:
+            return dict(self._conn.execute(sql, (size,)).fetchall())
+        except sqlite3.OperationalError:  # no fragments table yet
+            return {}
+
+    def put_fragments(self, rows: Iterable[tuple[int, str, str]], *, keep: bool = False) -> None:
+        """Insert rows ``(size, content hash, refs JSON)``, replacing those there, or keeping
+        them when ``keep``; call inside :meth:`transaction`."""
+        self._ensure_fragments()
+        verb = "INSERT OR IGNORE" if keep else "INSERT OR REPLACE"
+        self._conn.executemany(f"{verb} {_PUT_FRAGMENTS}", rows)
+
+    def drop_unheld_fragments(self, contents: Iterable[str]) -> None:
+        """Drop the rows (every size) of those of ``contents`` no note holds any more
+        (call inside :meth:`transaction`, after the notes' rows are written)."""
+        self._ensure_fragments()
+        self._conn.executemany(
+            f"DELETE FROM fragments WHERE content = ? AND {_UNHELD}", ((c,) for c in contents)
+        )
+
+    def prune_fragments(self, size: int | None = None) -> None:
+        """Drop the rows (of ``size``, or every size) of content no note holds; nothing
+        while no note has a row (a manifest emptied is the next `index`'s to rebuild).
+        Call inside :meth:`transaction`."""
+        self._ensure_fragments()
+        if self._conn.execute("SELECT 1 FROM notes LIMIT 1").fetchone() is None:
+            return
+        if size is None:
+            self._conn.execute(f"DELETE FROM fragments WHERE {_UNHELD}")
+        else:
+            self._conn.execute(f"DELETE FROM fragments WHERE size = ? AND {_UNHELD}", (size,))
+
+    def _ensure_fragments(self) -> None:
+        if not self._fragments_ready:
+            for ddl in _FRAGMENTS_DDL:
+                self._conn.execute(ddl)
+            self._fragments_ready = True
+
     def set_meta(self, **values: str | int | None) -> None:
         """Set meta keys (``None`` stores ""); call inside :meth:`transaction`."""
         self._conn.executemany(
@@ -355,10 +439,11 @@ class Store:
     def reset(self) -> None:
         """Make this an empty manifest of the current schema (another schema's is dropped)."""
         with self.transaction():
-            self._conn.execute("DROP TABLE IF EXISTS notes")
-            self._conn.execute("DROP TABLE IF EXISTS meta")
-            for ddl in _DDL:
+            for table in ("notes", "meta", "fragments"):
+                self._conn.execute(f"DROP TABLE IF EXISTS {table}")
+            for ddl in (*_DDL, *_FRAGMENTS_DDL):
                 self._conn.execute(ddl)
+            self._fragments_ready = True
             self.set_meta(schema=SCHEMA)
 
 
@@ -490,7 +575,7 @@ def entry_for(note: Note) -> Entry:
         note.type,
         note.status,
         note.tags,
-        memory_keys(note.meta),
+        memory_keys(note.owned),
         note.quality,
         note.warnings,
         _link_texts(note),
@@ -501,7 +586,7 @@ def _link_texts(note: Note) -> tuple[tuple[str, str], ...]:
     # Imported here: the graph module reads this manifest.
     from vaultmem.index.graph import link_texts
 
-    return link_texts(note.meta, note.links)
+    return link_texts(note.owned, note.links)
 
 
 def memory_keys(meta: Mapping[Any, Any]) -> dict[str, Any]:

@@ -1,34 +1,36 @@
-"""Which fragments each note has, and which of them have vectors: vaultmem's own files
-beside the vector store (``fragments.json``, one ``vectors/<model>.ids`` record per
-model, the store's id mark). Reading them needs no model and no Chroma, so `status`,
+"""Which fragments each note has, and which of them have vectors: the manifest's fragment
+rows and vaultmem's own files beside the vector store (one ``vectors/<model>.ids`` record
+per model, the store's id mark). Reading them needs no model and no Chroma, so `status`,
 `doctor` and the search commands can tell cheaply what is embedded.
 
-Every one of these files is a cache: one that is missing, truncated or garbage reads as
-empty (or void), and the embed sweep rebuilds it from the vault.
+All of it is a cache: a row or file that is missing, truncated or garbage reads as empty
+(or void), and the embed sweep rebuilds it from the vault.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+import sqlite3
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vaultmem.atomic import atomic_write
 from vaultmem.config import Config
+from vaultmem.errors import IndexStateError
 from vaultmem.fragments import Fragment, fragments
 from vaultmem.index import manifest as mf
 from vaultmem.note import Note
-from vaultmem.vault import make_cache, vault_lock
+from vaultmem.vault import make_cache
 
-FRAGMENTS_FILE = "fragments.json"
-# Held only while ``fragments.json`` is read, merged and replaced: by a write that
-# re-links its notes' fragments and by the embed sweep's final save, so neither loses
-# what the other wrote meanwhile.
-FRAGMENTS_LOCK = "fragments.lock"
+# Where an older vaultmem kept every note's fragments, in one file that each write read
+# and replaced whole; now rows of the manifest. Moved there by the first write or sweep.
+LEGACY_FRAGMENTS_FILE = "fragments.json"
 RECORDS_DIR = "vectors"
 CHROMA_DIR = "chroma"
 STORE_DATABASE = "chroma.sqlite3"  # the embedded store's database, inside CHROMA_DIR
@@ -61,95 +63,137 @@ def note_fragments(note: Note, max_chars: int) -> list[Fragment]:
     )
 
 
+_Rows = list[list[object]]  # a note's fragment refs as stored: [[hash, start, end, heading]]
+
+
 class FragmentCache:
-    """``{max_chars:content_hash: [fragment refs]}`` for every note the sweep has seen."""
+    """content hash → fragment refs, at one fragment size, for every note content the
+    sweep has split: the manifest's fragment rows (or, until the first write or sweep
+    moves it there, an older vaultmem's ``fragments.json``).
+
+    Rows are decoded as they are asked for; one that does not decode reads as unknown (the
+    note is split again) and is counted in :attr:`damaged`.
+    """
 
     def __init__(
         self,
-        path: Path,
+        cache_dir: Path,
         max_chars: int,
-        data: dict[str, list[list[object]]],
-        damaged: str = "",
+        rows: Mapping[str, str | _Rows],
+        problem: str = "",
     ) -> None:
-        self.path = path
+        self.cache_dir = cache_dir
         self.max_chars = max_chars
-        self._data = data
-        self.damaged = damaged  # why the file on disk was unusable ("" when it was fine)
+        self._rows = dict(rows)  # content hash → refs (JSON text as read, or decoded)
+        self._new: dict[str, str] = {}  # rows split by this sweep, as JSON, to save
+        self._bad: set[str] = set()
+        self._problem = problem
 
     @classmethod
     def load(cls, cache_dir: Path, max_chars: int) -> FragmentCache:
-        """Read the cache (empty when missing or unreadable: it is only a cache)."""
-        path = cache_dir / FRAGMENTS_FILE
+        """This size's rows (none when the vault was never swept: only a cache)."""
+        rows: Mapping[str, str | _Rows]
         try:
-            data = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            return cls(path, max_chars, {})
-        except (OSError, ValueError) as exc:
-            return cls(path, max_chars, {}, f"{FRAGMENTS_FILE} was unreadable ({exc})")
-        if not isinstance(data, dict):
-            return cls(path, max_chars, {}, f"{FRAGMENTS_FILE} was not a fragment cache")
-        return cls(path, max_chars, data)
+            rows = mf.read(cache_dir, {}, lambda store: store.fragment_rows(max_chars))
+        except IndexStateError:  # an unreadable manifest: `index` rebuilds it, rows and all
+            rows = {}
+        problem = ""
+        if not rows:
+            legacy, problem = _read_legacy(cache_dir)
+            prefix = f"{max_chars}:"
+            found = (legacy or {}).items()
+            rows = {key[len(prefix) :]: refs for key, refs in found if key.startswith(prefix)}
+        return cls(cache_dir, max_chars, rows, problem)
 
-    def _key(self, content_hash: str) -> str:
-        return f"{self.max_chars}:{content_hash}"
+    @property
+    def damaged(self) -> str:
+        """Why rows read so far were unusable ("" when they were fine)."""
+        bad = f"{len(self._bad)} fragment rows were unreadable" if self._bad else ""
+        return "; ".join(why for why in (self._problem, bad) if why)
 
     def get(self, content_hash: str) -> list[FragmentRef] | None:
         """The fragments of a note with this content, if known."""
-        rows = self._data.get(self._key(content_hash))
-        if rows is None:
+        refs = self._rows.get(content_hash)
+        if refs is None:
             return None
         try:
-            return [FragmentRef(str(r[0]), int(r[1]), int(r[2]), str(r[3])) for r in rows]  # type: ignore[call-overload]
+            rows: Any = json.loads(refs) if isinstance(refs, str) else refs
+            return [FragmentRef(str(r[0]), int(r[1]), int(r[2]), str(r[3])) for r in rows]
         except (TypeError, ValueError, IndexError, KeyError):
-            return None  # a damaged row: the note is split again
+            self._bad.add(content_hash)  # a damaged row: the note is split again
+            return None
 
     def put(self, content_hash: str, frags: Iterable[Fragment]) -> list[FragmentRef]:
-        """Remember a note's fragments; returns their refs."""
+        """Remember a note's fragments (saved by :meth:`save`); returns their refs."""
         refs = _refs(frags)
-        self._data[self._key(content_hash)] = _rows(refs)
+        self._rows[content_hash] = rows = _rows(refs)
+        self._new[content_hash] = _json(rows)
         return refs
 
-    def prune(self, content_hashes: Iterable[str]) -> None:
-        """Forget notes (of this fragment size) that no longer exist."""
-        keep = {self._key(h) for h in content_hashes}
-        prefix = f"{self.max_chars}:"
-        self._data = {k: v for k, v in self._data.items() if not k.startswith(prefix) or k in keep}
-
     def save(self) -> None:
-        """Write the cache atomically."""
-        atomic_write(self.path, json.dumps(self._data, separators=(",", ":")).encode())
+        """Write the rows split since loading, and drop this size's rows of content no
+        note holds now, in one manifest commit.
 
-    def save_merged(self, live: Callable[[], Iterable[str]], timeout: float) -> None:
-        """Write the cache, keeping what writes re-linked since it was loaded.
-
-        Under the fragments lock, this size's rows are laid over what the file holds now
-        (other sizes are other sweeps' business: kept as they are on disk), then this size
-        is pruned to ``live()``: the content hashes indexed at this moment (a note
-        touched during the sweep has a new one).
+        The manifest says what is indexed at that moment, so a note a write re-linked
+        meanwhile keeps its new row, and its old one goes. Nothing is saved when the
+        manifest has gone (the next `index` rebuilds it, and the next sweep splits again).
         """
-        prefix = f"{self.max_chars}:"
-        mine = {key: rows for key, rows in self._data.items() if key.startswith(prefix)}
-        with vault_lock(self.path.parent, timeout=timeout, what="embed", name=FRAGMENTS_LOCK):
-            self._data = {**_read_data(self.path), **mine}
-            self.prune(live())
-            self.save()
+        store = mf.open_reader(self.cache_dir)
+        if store is None:
+            return
+        with store:
+            try:
+                if store.current():
+                    with store.transaction():
+                        rows = ((self.max_chars, c, r) for c, r in self._new.items())
+                        store.put_fragments(rows)
+                        store.prune_fragments(self.max_chars)
+            except sqlite3.Error as exc:
+                raise mf.damaged(store.path, exc) from None
 
 
-def _read_data(path: Path) -> dict[str, list[list[object]]]:
-    """The rows of ``fragments.json`` ({} when it is missing or unusable: only a cache)."""
+def _json(rows: _Rows) -> str:
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def _read_legacy(cache_dir: Path) -> tuple[dict[str, _Rows] | None, str]:
+    """The rows of an older vaultmem's ``fragments.json`` (None when there is none) and why
+    it was unusable ("" when it was fine)."""
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        data = json.loads((cache_dir / LEGACY_FRAGMENTS_FILE).read_bytes())
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError) as exc:
+        return {}, f"{LEGACY_FRAGMENTS_FILE} was unreadable ({exc})"
+    if not isinstance(data, dict):
+        return {}, f"{LEGACY_FRAGMENTS_FILE} was not a fragment cache"
+    return data, ""
 
 
-def _file_stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+def migrate_fragments(store: mf.Store, cache_dir: Path, *, heal: bool) -> str:
+    """Move an older vaultmem's ``fragments.json`` into the manifest and remove it.
+
+    Rows the manifest has already win (they are newer); rows of content no note holds
+    are dropped. Returns why the file was unusable ("" when it was fine or absent); an
+    unusable file is removed only when ``heal`` (the embed sweep, which reports it: a
+    write leaves it to the sweep). Call outside a transaction.
+    """
+    legacy, problem = _read_legacy(cache_dir)
+    if legacy is None:
+        return ""
+    rows = []
+    for key, refs in legacy.items():
+        size, _, content = key.partition(":")
+        if size.isdigit() and content and isinstance(refs, list):
+            rows.append((int(size), content, _json(refs)))
+    if rows:
+        with store.transaction():
+            store.put_fragments(rows, keep=True)
+            store.prune_fragments()
+    if heal or not problem:
+        with contextlib.suppress(FileNotFoundError):
+            (cache_dir / LEGACY_FRAGMENTS_FILE).unlink()
+    return problem
 
 
 def _refs(frags: Iterable[Fragment]) -> list[FragmentRef]:
@@ -158,80 +202,72 @@ def _refs(frags: Iterable[Fragment]) -> list[FragmentRef]:
     ]
 
 
-def _rows(refs: Iterable[FragmentRef]) -> list[list[object]]:
-    """Refs as ``fragments.json`` stores them."""
+def _rows(refs: Iterable[FragmentRef]) -> _Rows:
+    """Refs as the fragment rows store them."""
     return [[r.hash, r.start_line, r.end_line, r.heading] for r in refs]
 
 
 class FragmentRelink:
     """The fragments of notes a write re-indexed, filed under their new content hash.
 
-    ``fragments.json`` is keyed by a note's whole content, so any write (a touch, a pin,
-    a link) files the note under a key the cache lacks, and the note would have no
-    vectors until the next `embed`. Vectors are keyed by fragment text, though: a
-    fragment whose text the write left alone keeps its vector once the note's new
-    content names it. So each re-indexed note is split again at every fragment size the
-    cache holds (one per embedder that swept the vault: no model is needed) and filed
-    under its new hash; a changed fragment gets a hash no vector has yet, and `embed`
-    embeds only that. Nothing is embedded here.
+    Fragment rows are keyed by a note's whole content, so any write (a touch, a pin, a
+    link) files the note under a key that has no row, and the note would have no vectors
+    until the next `embed`. Vectors are keyed by fragment text, though: a fragment whose
+    text the write left alone keeps its vector once the note's new content names it. So
+    each re-indexed note is split again at every fragment size that has rows (one per
+    embedder that swept the vault: no model is needed) and filed under its new hash, in
+    the manifest commit that records the note; a changed fragment gets a hash no vector
+    has yet, and `embed` embeds only that. Nothing is embedded here, and only the rows
+    of the written notes are read or written, however big the vault.
 
-    A vault never swept has no cache, and then this does nothing at all.
+    A vault never swept has no rows, and then this files nothing.
     """
 
-    def __init__(self, cache_dir: Path) -> None:
+    def __init__(self, store: mf.Store, cache_dir: Path) -> None:
         """Nothing is read until a note is filed (an `index` that changes nothing reads
-        no cache)."""
-        self._path = cache_dir / FRAGMENTS_FILE
-        self._loaded: tuple[tuple[int, int, int] | None, dict[str, list[list[object]]]] | None
-        self._loaded = None
-        self._sizes: list[int] = []
-        self._rows: dict[str, list[list[object]]] = {}
+        no rows)."""
+        self._store = store
+        self._cache_dir = cache_dir
+        self._sizes: list[int] | None = None
+        self._failed: Exception | None = None
+        self._rows: dict[tuple[int, str], str] = {}  # (size, content hash) → refs JSON
 
-    def sizes(self) -> list[int]:
-        """The fragment sizes the cache holds notes of, read once (no lock: a read)."""
-        if self._loaded is None:
-            stamp = _file_stamp(self._path)
-            self._loaded = (stamp, _read_data(self._path) if stamp is not None else {})
-            found = {key.partition(":")[0] for key in self._loaded[1]}
-            self._sizes = sorted(int(size) for size in found if size.isdigit())
+    def _known_sizes(self) -> list[int]:
+        if self._sizes is None:
+            try:
+                self._sizes = self._store.fragment_sizes()
+                if not self._sizes and (self._cache_dir / LEGACY_FRAGMENTS_FILE).exists():
+                    migrate_fragments(self._store, self._cache_dir, heal=False)
+                    self._sizes = self._store.fragment_sizes()
+            except (sqlite3.Error, OSError) as exc:
+                self._failed, self._sizes = exc, []
         return self._sizes
 
     def add(self, note: Note) -> None:
         """File ``note``'s fragments under its content hash, at every size."""
-        for size in self.sizes():
+        for size in self._known_sizes():
             try:
                 frags = note_fragments(note, size)
-            except ValueError:  # a size no embedder has (a garbled key): not ours to fill
+            except ValueError:  # a size no embedder has (a garbled row): not ours to fill
                 continue
-            self._rows[f"{size}:{note.content_hash}"] = _rows(_refs(frags))
+            self._rows[(size, note.content_hash)] = _json(_rows(_refs(frags)))
 
-    def save(
-        self, obsolete: Iterable[str], live: Callable[[], Collection[str]], timeout: float
-    ) -> None:
+    def save(self, obsolete: Iterable[str]) -> None:
         """Write the new rows, and drop those of content no note has any more.
 
-        ``obsolete``: the content hashes the re-indexed notes had before; ``live()`` the
-        hashes indexed now (asked only when some may be dropped: a note can share its
-        content with another, which still needs the row).
+        ``obsolete``: the content hashes the re-indexed notes had before (a note can share
+        its content with another, which keeps the row). Call inside the transaction that
+        wrote the notes' rows, after them: a failure here is rolled back alone and raised.
         """
-        sizes = self.sizes()
-        if not sizes:
+        if self._failed is not None:
+            raise self._failed
+        sizes = self._sizes if self._sizes is not None else self._store.fragment_sizes()
+        gone = set(obsolete) - {content for _, content in self._rows}
+        if not sizes or (not self._rows and not gone):
             return
-        gone = set(obsolete) - {key.partition(":")[2] for key in self._rows}
-        if gone:
-            gone -= set(live())
-        if not self._rows and not gone:
-            return
-        assert self._loaded is not None
-        stamp, data = self._loaded
-        with vault_lock(self._path.parent, timeout=timeout, what="write", name=FRAGMENTS_LOCK):
-            if _file_stamp(self._path) != stamp:  # a sweep or another write saved it since
-                data = _read_data(self._path)
-            data.update(self._rows)
-            for size in sizes:
-                for content in gone:
-                    data.pop(f"{size}:{content}", None)
-            atomic_write(self._path, json.dumps(data, separators=(",", ":")).encode())
+        with self._store.savepoint():
+            self._store.put_fragments((s, c, refs) for (s, c), refs in self._rows.items())
+            self._store.drop_unheld_fragments(gone)
 
 
 def record_path(cache_dir: Path, model_id: str) -> Path:

@@ -72,7 +72,7 @@ from vaultmem.memory_state import NoteMemory, link_targets, note_memory
 from vaultmem.note import Note, read_note, read_raw
 from vaultmem.prompts import render, render_note
 from vaultmem.scores import format_half_life, tagged_apart, to_utc
-from vaultmem.vault import LinkResolver
+from vaultmem.vault import LinkResolver, NoteName
 
 if TYPE_CHECKING:
     from vaultmem.inference.llm import LLMClient
@@ -454,10 +454,20 @@ def _tag_list(value: Any) -> list[str]:
 
 @dataclass(frozen=True)
 class _Vault:
-    """What merging reads once per run, after taking the lock."""
+    """What merging reads once per run, after taking the lock (``names`` grows by each
+    merged note, so the next merge of the run does not take its name)."""
 
     entries: Mapping[str, mf.Entry]
-    resolver: LinkResolver
+    names: tuple[NoteName, ...]
+
+    @property
+    def resolver(self) -> LinkResolver:
+        """The vault's names as links resolve them."""
+        return LinkResolver(self.names)
+
+    def with_note(self, path: str) -> _Vault:
+        """This state, knowing the note just written at ``path``."""
+        return replace(self, names=(*self.names, NoteName(path, PurePosixPath(path).stem)))
 
 
 def _merge_locked(
@@ -465,7 +475,7 @@ def _merge_locked(
 ) -> str:
     """Write the merged note and supersede the members (lock held); its path."""
     entries, resolver = vault.entries, vault.resolver
-    notes = [read_note(config.vault, p) for p in cluster.members]
+    notes = [read_note(config.vault, p, config.keys) for p in cluster.members]
     memories = [note_memory(p, entries[p]) for p in cluster.members]
     if any(m.retired for m in memories):
         raise VaultmemError("a member was superseded or retired meanwhile")
@@ -477,7 +487,9 @@ def _merge_locked(
     meta = _merged_meta(memories, notes, title, now, links)
     folder = str(PurePosixPath(head.path).parent).removeprefix(".")
     slug = slugify(title) if title else slugify(facts[0] if facts else "", max_words=8)
-    path = unique_path(config, folder, slug)
+    # Unique across the vault, not just the folder: a merged `memory/x-2.md` beside a
+    # member `inbox/x-2.md` would supersede itself (issue 19).
+    path = unique_path(config, folder, slug, names=vault.names)
     sources = [
         {"path": n.path, "title": n.title, "link": link}
         for n, link in zip(notes, links, strict=True)
@@ -507,8 +519,8 @@ def _ask(config: Config, llm: LLMClient, cluster: Cluster) -> tuple[str, str]:
 
     notes = []
     for path in cluster.members:
-        note = read_note(config.vault, path)
-        created = note.meta.get("created")
+        note = read_note(config.vault, path, config.keys)
+        created = note.owned.get("created")
         text = strip_heading(note.body).strip()[:MAX_PROMPT_CHARS]
         notes.append(
             {"path": path, "title": note.title, "created": str(created or ""), "text": text}
@@ -684,7 +696,7 @@ def _merge_all(config: Config, clusters: list[Cluster], now: datetime) -> list[C
     changed: list[str] = []
     with locked(config, "consolidate"):
         # Read after taking the lock: a note changed before it is seen as it is now.
-        vault = _Vault(mf.load(config.cache_dir).entries, LinkResolver(note_names(config)))
+        vault = _Vault(mf.load(config.cache_dir).entries, tuple(note_names(config)))
         try:
             for cluster in clusters:
                 if cluster.action != "merge" or cluster.outcome != "planned":
@@ -695,6 +707,7 @@ def _merge_all(config: Config, clusters: list[Cluster], now: datetime) -> list[C
                 except VaultmemError as exc:
                     out.append(replace(cluster, outcome="failed", reason=str(exc)))
                 else:
+                    vault = vault.with_note(path)
                     out.append(replace(cluster, outcome="merged", merged=path))
         finally:
             refresh_paths(config, changed)

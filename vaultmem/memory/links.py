@@ -356,8 +356,8 @@ def _links_from(note: Note, target: str, resolver: LinkResolver) -> list[Backlin
     vias = [
         t
         for t in LINK_TYPES
-        if t in note.meta
-        and any(resolver.resolve_link(x, note.path) == target for x in link_targets(note.meta[t]))
+        if t in note.owned
+        and any(resolver.resolve_link(x, note.path) == target for x in link_targets(note.owned[t]))
     ]
     if any(resolver.resolve_link(x.target, note.path) == target for x in note.links):
         vias.append(WIKILINK)
@@ -384,7 +384,7 @@ def _backlinks(
             text = _link_text(raw)
             if not any(needle in text for needle in needles):
                 continue
-            other = parse_note(path, raw)
+            other = parse_note(path, raw, keys=config.keys)
         except (OSError, NoteError):
             continue  # unreadable or malformed: it links nowhere we can tell
         found.extend(_links_from(other, note.path, resolver))
@@ -413,7 +413,7 @@ def links_of(config: Config, path: str) -> NoteLinks:
         >>> links_of(config, "decisions/Redis for caching.md").backlinks[0]  # doctest: +SKIP
         Backlink(path='Harbor.md', via='wikilink')
     """
-    note = read_note(config.vault, path)
+    note = read_note(config.vault, path, config.keys)
     current = index_current(config)
     # A current index has a row for every note file: its names need no second walk.
     known = _indexed_names(config) if current else note_names(config)
@@ -428,7 +428,7 @@ def links_of(config: Config, path: str) -> NoteLinks:
     return NoteLinks(
         path=path,
         title=note.title,
-        typed=_typed(note.meta, path, resolver),
+        typed=_typed(note.owned, path, resolver),
         wikilinks=_refs((x.target for x in note.links), path, resolver),
         backlinks=backlinks,
     )

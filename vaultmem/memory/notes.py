@@ -191,7 +191,7 @@ def reinforce_locked(
     now = _to_second(now)
     context = sorted(normalize_tags(list(context_tags)))
     unique = list(dict.fromkeys(paths))
-    notes = {path: read_note(config.vault, path) for path in unique}
+    notes = {path: read_note(config.vault, path, config.keys) for path in unique}
     done: dict[str, Reinforced] = {}
 
     def compute(path: str, meta: dict[Any, Any]) -> Mapping[str, object | None]:
@@ -298,14 +298,14 @@ def older_note(config: Config, a: str, b: str) -> str | None:
 
     Call it under the vault lock, before either note is written.
     """
-    ages = {path: _born(read_note(config.vault, path)) for path in (a, b)}
+    ages = {path: _born(read_note(config.vault, path, config.keys)) for path in (a, b)}
     if ages[a] == ages[b]:
         return None
     return a if ages[a] < ages[b] else b
 
 
 def _born(note: Note) -> tuple[float, int]:
-    created = parse_time(note.meta.get("created"))
+    created = parse_time(note.owned.get("created"))
     when = created.timestamp() if created is not None else note.mtime_ns / 1e9
     return (when, note.mtime_ns)
 
@@ -517,17 +517,18 @@ def _parse_for(text: str, now: datetime) -> datetime:
         raise ValueError(f"invalid duration {text!r}: too large") from None
 
 
-def snooze_until(now: datetime, *, until: str | None, for_: str | None) -> date | datetime:
+def snooze_until(now: datetime, *, until: str | None, for_: str | None) -> datetime:
     """When a snooze ends, from exactly one of ``until`` (ISO date/datetime) or ``for_``
     (a duration such as ``30d``, ``12h``, ``2w``).
 
-    A date stays a date in the frontmatter (``snoozed_until: 2026-12-01``, midnight UTC);
-    datetimes are stored in UTC. Raises ``ValueError`` with a one-line reason for both or
-    neither given, an unreadable value, or an end that is not after ``now``.
+    Always a UTC datetime, ``snoozed_until``'s one property type: a date is its midnight
+    UTC (``snoozed_until: 2026-12-01T00:00:00Z``), so Obsidian sees one type. Raises
+    ``ValueError`` with a one-line reason for both or neither given, an unreadable value,
+    or an end that is not after ``now``.
     """
     if (until is None) == (for_ is None):
         raise ValueError("give exactly one of --until DATE or --for DURATION")
     end = _parse_until(until) if until is not None else _parse_for(str(for_), now)
     if to_utc(end) <= to_utc(now):
         raise ValueError(f"{until or for_!r} is not in the future (now is {now:%Y-%m-%d %H:%M}Z)")
-    return end
+    return to_utc(end)

@@ -58,7 +58,7 @@ from vaultmem.scores import (
     tagged_apart,
     to_utc,
 )
-from vaultmem.vault import LinkResolver, note_path, walk_notes
+from vaultmem.vault import LinkResolver, NoteName, note_path, strip_md, walk_notes
 
 __all__ = [
     "NEAR_DUPLICATE",
@@ -158,7 +158,7 @@ def _candidate_paths(config: Config, text: str, folder: str) -> Iterator[str]:
 
 def _read(config: Config, path: str) -> Note | None:
     try:
-        return read_note(config.vault, path)
+        return read_note(config.vault, path, config.keys)
     except NoteError:
         return None  # a malformed or vanished note cannot be a duplicate
 
@@ -235,20 +235,39 @@ def target_folder(config: Config, folder: str | None, default: str | None = None
     return "/".join(parts)
 
 
-def unique_path(config: Config, folder: str, slug: str, sep: str = "-") -> str:
+def unique_path(
+    config: Config,
+    folder: str,
+    slug: str,
+    sep: str = "-",
+    *,
+    names: Sequence[NoteName] | None = None,
+) -> str:
     """``folder/slug.md``, or ``slug-2.md``, ``slug-3.md``… when the name is taken
     (``sep`` joins the number: handoffs use a space, as their names have spaces).
 
-    Compared case-insensitively: two notes differing only in case would share a link
-    name in Obsidian, and one file on macOS.
+    The one place a new note's name is chosen (`remember`, `extract`, `handoff`,
+    `consolidate`). A name is taken when a file of that name is in ``folder``, or when
+    ``[[name]]`` already means a note anywhere in the vault: a file name (any folder) or
+    an alias (of an indexed note). Obsidian resolves a bare ``[[name]]`` by file name
+    across folders, so a second ``slug-2.md`` elsewhere would take over the links to the
+    first, or a merged note's ``supersedes: [[slug-2]]`` would point at itself.
+    Compared case-insensitively, as Obsidian links are, and as macOS keeps one file.
+    ``names``: the vault's note names, when the caller has them already (default: read).
     """
     where = config.vault / folder if folder else config.vault
-    taken = {p.name.lower() for p in where.iterdir()} if where.is_dir() else set()
-    name, n = f"{slug}.md", 1
-    while name.lower() in taken:
+    # Any file there, a note or not (an excluded one too): create_new would not clobber it.
+    listing = where.iterdir() if where.is_dir() else ()
+    taken = {p.name[:-3].lower() for p in listing if p.name.lower().endswith(".md")}
+    for name in note_names(config) if names is None else names:
+        # What LinkResolver matches a bare [[name]] against: file names, then aliases.
+        taken.add(strip_md(name.path.rsplit("/", 1)[-1]).lower())
+        taken.update(alias.strip().lower() for alias in name.aliases)
+    stem, n = slug, 1
+    while stem.lower() in taken:
         n += 1
-        name = f"{slug}{sep}{n}.md"
-    path = f"{folder}/{name}" if folder else name
+        stem = f"{slug}{sep}{n}"
+    path = f"{folder}/{stem}.md" if folder else f"{stem}.md"
     return note_path(config, path, write=True)
 
 
@@ -444,8 +463,9 @@ def _write_new(
 ) -> Remembered:
     """Write the new memory; ``changed`` collects what to re-index."""
     slug = slugify(title) if title else slugify(body, max_words=SLUG_WORDS)
-    path = unique_path(config, folder, slug)
-    resolver = LinkResolver(note_names(config)) if (near or supersedes) else None
+    names = note_names(config)
+    path = unique_path(config, folder, slug, names=names)
+    resolver = LinkResolver(names) if (near or supersedes) else None
     links: dict[str, list[str]] = {}
     if resolver is not None:
         links["refines"] = [wikilink(n.path, resolver) for n in near]

@@ -144,7 +144,8 @@ def _fresh_entry(config: Config, path: str, entry: mf.Entry) -> mf.Entry | None:
         st = os.stat(full)
         if (st.st_mtime_ns, st.st_size) == (entry.mtime_ns, entry.size):
             return entry
-        return mf.entry_for(parse_note(path, full.read_bytes(), mtime_ns=st.st_mtime_ns))
+        raw = full.read_bytes()
+        return mf.entry_for(parse_note(path, raw, mtime_ns=st.st_mtime_ns, keys=config.keys))
     except (OSError, NoteError):
         return None
 
@@ -166,7 +167,7 @@ def _move_note(config: Config, old: str, new: str, updates: Mapping[str, object]
     except OSError as exc:
         raise NoteError(f"{old}: cannot move to {new}: {exc.strerror or exc}") from None
     try:
-        update_note(dst, lambda _meta: updates, new)
+        update_note(dst, lambda _meta: updates, new, config.keys)
     except VaultmemError:
         os.rename(dst, src)
         raise

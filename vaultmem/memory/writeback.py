@@ -40,7 +40,7 @@ def edit_notes_locked(config: Config, paths: Sequence[str], compute: Compute) ->
         def one(meta: dict[Any, Any], path: str = path) -> Mapping[str, object | None]:
             return compute(path, meta)
 
-        results.append(update_note(config.vault / path, one, path))
+        results.append(update_note(config.vault / path, one, path, config.keys))
     return results
 
 

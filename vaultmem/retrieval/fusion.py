@@ -7,8 +7,10 @@ and ``--explain`` can show exactly what each stage did.
 Stages, in pipeline order:
 
 1. :func:`strong_signal` — the BM25 probe's bypass test (skip query expansion).
-2. :func:`rrf` — reciprocal rank fusion of the BM25 and vector lists of the original query
-   (weight 2) and of each expansion variant (weight 1), k = 60.
+2. :func:`zscore_fuse` — weighted z-score fusion of the retrieval lists: BM25 over the
+   whole note and over its lead (title + opening), vectors of each note's best fragment
+   and of its first fragment (the note lead), for the original query and at half weight
+   for each expansion variant.
 3. :func:`candidates` — keep the best ``CANDIDATE_LIMIT`` (30) for reranking.
 4. :func:`blend` — position-aware blend of the fused score with the reranker's score.
 5. :func:`mmr_demote` — move near-duplicates (word-bigram Jaccard > 0.6) below the rest.
@@ -30,22 +32,27 @@ __all__ = [
     "BM25_SATURATION_K",
     "CANDIDATE_LIMIT",
     "MMR_THRESHOLD",
-    "ORIGINAL_WEIGHT",
-    "RRF_K",
+    "BM25_LIST_WEIGHT",
+    "LEAD_KEYWORD_WEIGHT",
+    "LEAD_VECTOR_WEIGHT",
     "STRONG_SIGNAL_GAP",
     "STRONG_SIGNAL_SCORE",
-    "VARIANT_WEIGHT",
-    "RankedList",
+    "VARIANT_SHARE",
+    "VECTOR_LIST_WEIGHT",
+    "ListScale",
+    "ScoredList",
     "bigrams",
     "blend",
     "bm25_confidence",
     "candidates",
     "jaccard",
+    "lifts",
+    "list_scale",
     "mmr_demote",
     "normalise",
     "position_weight",
-    "rrf",
     "strong_signal",
+    "zscore_fuse",
 ]
 
 # --- constants (SPEC §6) ---------------------------------------------------------------
@@ -57,15 +64,18 @@ STRONG_SIGNAL_GAP = 0.15
 # on the example vault), so the same constant is kept until the eval says otherwise.
 BM25_SATURATION_K = 1.0
 
-RRF_K = 60
-ORIGINAL_WEIGHT = 2.0
-VARIANT_WEIGHT = 1.0
-# Tuned on the man-page dev split (BENCHMARKS.md, benchmarks/tune_fusion.py): vector
-# lists count 1.5x a keyword list of the same query (MiniLM alone beats BM25 there,
-# MRR 0.837 vs 0.786), and a note that tops a list gets a bonus (QMD's top-rank bonus),
-# per unit of that list's weight: +0.02 for rank 1, +0.01 for ranks 2-3.
-VECTOR_WEIGHT_FACTOR = 1.5
-TOP_RANK_BONUS = (0.02, 0.01)
+# List weights of z-score fusion (:func:`zscore_fuse`), tuned on half A of the man-page
+# dev split (odd qids) and scored once on half B (`benchmarks/tune_fusion.py tune`;
+# BENCHMARKS.md): equal weights were as good as any on A (MRR@10 0.901 offline; no
+# weight of 0.75-1.25 on any list did better than noise), and on B the four lists score
+# 0.912 against 0.876 for the reciprocal rank fusion they replace (+0.036, 95% paired
+# bootstrap CI +0.015..+0.056). End to end, as shipped: 0.906 on all 744 (was 0.863).
+BM25_LIST_WEIGHT = 1.0
+VECTOR_LIST_WEIGHT = 1.0
+LEAD_VECTOR_WEIGHT = 1.0
+LEAD_KEYWORD_WEIGHT = 1.0
+# An expansion variant's lists weigh this share of the original query's.
+VARIANT_SHARE = 0.5
 CANDIDATE_LIMIT = 30
 
 # (last position of the band, retrieval weight). Positions are 1-based.
@@ -155,71 +165,106 @@ def strong_signal(
     return top >= threshold - _EPS and (top - second) >= gap - _EPS
 
 
-# --- reciprocal rank fusion -------------------------------------------------------------
+# --- z-score fusion ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class RankedList:
-    """One retrieval list for fusion: ids best first, and the list's weight in RRF.
+class ScoredList:
+    """One retrieval list for fusion: ``(id, raw score)`` best first, and its weight.
 
-    ``name`` is for ``--explain`` (e.g. ``"bm25:original"``, ``"vec:variant-2"``). An id
-    repeated in ``ids`` counts once, at its best (first) rank.
+    ``name`` is for ``--explain`` (``"bm25:original"``, ``"vec:lead"``, …). Scores are the
+    list's own (BM25, cosine): fusion puts each list on its own scale (:func:`lifts`). An
+    id repeated in ``items`` counts once, with its first (best) score.
     """
 
     name: str
-    ids: tuple[str, ...]
+    items: tuple[tuple[str, float], ...]
     weight: float
-    # The weight the top-rank bonus scales with; None: ``weight``. The pipeline gives a
-    # vector list its query's weight here, so the 1.5x vector factor is not paid twice.
-    bonus_weight: float | None = None
 
     def __post_init__(self) -> None:
         # Accept any sequence at construction but store a tuple, so the value stays hashable
         # and immutable like the rest of the frozen dataclass.
-        object.__setattr__(self, "ids", tuple(self.ids))
+        object.__setattr__(self, "items", tuple((str(d), float(s)) for d, s in self.items))
         if not math.isfinite(self.weight) or self.weight < 0:
             raise ValueError(f"weight must be finite and ≥ 0, got {self.weight}")
+        if not all(math.isfinite(s) for _, s in self.items):
+            raise ValueError(f"list {self.name!r} has a score that is not finite")
 
 
-def rrf(
-    lists: Sequence[RankedList], k: int = RRF_K, bonus: tuple[float, float] = (0.0, 0.0)
-) -> list[tuple[str, float]]:
-    """Weighted reciprocal rank fusion.
+@dataclass(frozen=True)
+class ListScale:
+    """How one list's raw scores were put on the shared scale: ``(s − floor) / sd``."""
 
-    ``score(d) = Σ_lists weight_L / (k + rank_L(d))``, rank starting at 1, summed over the
-    lists that contain d. With k = 60 and weights 2 (original query) and 1 (variants), a
-    document first in both original lists scores 2/61 + 2/61 = 0.06557…
+    floor: float  # the list's lowest score
+    sd: float  # the standard deviation of its scores (population); 0: all equal
 
-    ``bonus = (b1, b3)`` adds a top-rank bonus once per document: the largest of
-    ``w_L · b1`` over lists where it ranks 1st and ``w_L · b3`` where it ranks 2nd or
-    3rd, ``w_L`` being the list's ``bonus_weight`` (default: its weight). With (0.02,
-    0.01) the document above also gets 2 · 0.02 = 0.04.
+    def lift(self, score: float) -> float:
+        """The score's height above the floor in standard deviations (1 when sd is 0)."""
+        return (score - self.floor) / self.sd if self.sd > 0 else 1.0
 
-    Returns every id that appears in any list, best first. Ties (equal scores) are broken
-    by the best rank the id reached in any list (a list's top hit beats an id that only
-    accumulated lower ranks), then by id, so the output never depends on list order.
+    def as_json(self) -> dict[str, float]:
+        """``{"floor", "sd"}`` rounded for display."""
+        return {"floor": round(self.floor, 6), "sd": round(self.sd, 6)}
 
-    The per-id sum uses ``math.fsum`` so it is correctly rounded: the same contributions
-    give bit-identical scores whatever order the lists come in, which keeps ties exact.
+
+def list_scale(scores: Sequence[float]) -> ListScale:
+    """The floor (minimum) and population standard deviation of ``scores``.
+
+    ``[3, 1, 2]``: floor 1, mean 2, sd √(2/3) ≈ 0.8165. Empty: floor 0, sd 0.
     """
-    if k < 0:
-        raise ValueError(f"k must be ≥ 0, got {k}")
-    contributions: dict[str, list[float]] = {}
+    if not scores:
+        return ListScale(0.0, 0.0)
+    mean = math.fsum(scores) / len(scores)
+    var = math.fsum((s - mean) ** 2 for s in scores) / len(scores)
+    # A spread of rounding noise is no spread: equal scores summed in another order differ
+    # in the last bits, and dividing by that would turn a tie into a landslide.
+    sd = math.sqrt(var) if var > (1e-9 * max(1.0, abs(mean))) ** 2 else 0.0
+    return ListScale(min(scores), sd)
+
+
+def lifts(items: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """Each id's z-score above the list's lowest: ``(s − min) / sd`` (first score per id).
+
+    This is the list's z-score ``(s − mean) / sd`` shifted by the lowest z, so a list's
+    bottom item gets 0, exactly what an id the list does not hold gets (its true score is
+    at most the floor: the list stopped there). A list whose scores are all equal (one
+    hit, or a tie) cannot rank what it holds: each of its items gets 1, one standard
+    step above an id it does not hold.
+
+    ``[("a", 3), ("b", 1), ("c", 2)]`` → a 2/0.8165 = 2.449, b 0, c 1.225.
+    """
+    first: dict[str, float] = {}
+    for doc, score in items:
+        first.setdefault(doc, score)
+    scale = list_scale(list(first.values()))
+    return {doc: scale.lift(score) for doc, score in first.items()}
+
+
+def zscore_fuse(lists: Sequence[ScoredList]) -> list[tuple[str, float]]:
+    """Weighted z-score fusion: ``F(d) = Σ_L w_L · (s_L(d) − min_L) / sd_L``.
+
+    Each list's raw scores are standardised on their own (:func:`lifts`: BM25 scores of
+    3–15 and cosines of 0.2–0.7 become steps of one standard deviation), then summed with
+    the list weights over the lists that hold d; a list that does not hold d adds 0.
+    Unlike reciprocal rank fusion it keeps how far ahead a list's top hit is: a clear
+    first place in one list counts more than a close one.
+
+    Two lists by hand, weights 1 and 2: L1 = a 3, b 1, c 2 (floor 1, sd 0.8165) and
+    L2 = b 0.9, d 0.5 (floor 0.5, sd 0.2): a = 2/0.8165 = 2.449, b = 0 + 2·2 = 4,
+    c = 1.225, d = 0 → b, a, c, d.
+
+    Returns every id that appears in any list, best first. Ties are broken by the best
+    rank the id reached in any list, then by id, so the output never depends on list
+    order; the per-id sum uses ``math.fsum``, so the same parts give the same bits.
+    """
+    parts: dict[str, list[float]] = {}
     best_rank: dict[str, int] = {}
-    top: dict[str, float] = {}
     for ranked in lists:
-        seen: set[str] = set()
-        for rank, doc in enumerate(ranked.ids, start=1):
-            if doc in seen:
-                continue
-            seen.add(doc)
-            contributions.setdefault(doc, []).append(ranked.weight / (k + rank))
+        for doc, lift in lifts(ranked.items).items():
+            parts.setdefault(doc, []).append(ranked.weight * lift)
+        for rank, (doc, _) in enumerate(ranked.items, start=1):
             best_rank[doc] = min(rank, best_rank.get(doc, rank))
-            if rank <= 3:
-                scale = ranked.weight if ranked.bonus_weight is None else ranked.bonus_weight
-                extra = scale * (bonus[0] if rank == 1 else bonus[1])
-                top[doc] = max(extra, top.get(doc, 0.0))
-    fused = [(doc, math.fsum([*parts, top.get(doc, 0.0)])) for doc, parts in contributions.items()]
+    fused = [(doc, math.fsum(p)) for doc, p in parts.items()]
     fused.sort(key=lambda item: (-item[1], best_rank[item[0]], item[0]))
     return fused
 
@@ -265,7 +310,7 @@ def blend(
 
     - ``"score"`` (default): the fused score min-max normalised over ``fused``
       (:func:`normalise`). SPEC §5 ranks by "the relevance score (fused, normalised to
-      [0,1])", and it keeps what RRF measured — a note found by many lists stays ahead of
+      [0,1])", and it keeps what fusion measured — a note found by many lists stays ahead of
       one that scraped in — while spreading the candidates over the whole range so the
       reranker can still reorder them.
     - ``"rank"``: ``r_p = 1 / p``, as QMD does. Kept for the eval to compare. Its drop from

@@ -7,9 +7,11 @@
         an intent)
       → query expansion by the llm role (lexical variants, semantic variants, one
         hypothetical answer passage; jinja2 prompt; JSON reply; cached per model+prompt)
-      → retrieval lists: BM25 original (w 2), vectors original (w 2), BM25 per lexical
-        variant (w 1), vectors per semantic variant and the hypothetical passage (w 1)
-      → reciprocal rank fusion (k = 60) → candidate limit (30)
+      → retrieval lists: BM25 over the whole note and over its lead (title + opening),
+        vectors of each note's best fragment and of its first one (the note lead), for
+        the original query; BM25 per lexical variant, vectors per semantic variant and
+        the hypothetical passage, at half weight
+      → z-score fusion (each list standardised, weighted sum) → candidate limit (30)
       → rerank the best fragment of each candidate (cross-encoder endpoint, else the
         chat model, else skipped)
       → position-aware blend → MMR demotion of near-duplicates → memory prior
@@ -22,14 +24,17 @@ so ``--explain`` can show each result's rank and score at every stage and every 
 stage with its reason.
 
 Degrade, don't die: no llm → no expansion; no reranker → fused order; no embedder (or no
-vectors yet, or an unreachable endpoint) → BM25 lists only. A malformed LLM reply, a
+vectors yet, or an unreachable endpoint) → keyword lists only; a keyword index built
+before the lead field → no lead keyword list. A malformed LLM reply, a
 failing endpoint or a broken prompt template skips its stage with a :class:`Stage` whose
 status is ``skipped``/``failed``; nothing here raises for them. The caller (the CLI)
 prints those as one stderr line each. Filters apply to every list (the lexical index's
 filters, :func:`~vaultmem.retrieval.vsearch.passes` for vectors), so every later stage
 sees filtered notes only.
 
-The bounded memory prior of SPEC §5 (between blend and MMR) is not applied yet.
+The bounded memory prior of SPEC §5 runs after MMR (:mod:`vaultmem.retrieval.memory_rank`):
+it moves a result by at most its weight, and ``--explain`` shows each result's rank and
+score before and after it.
 """
 
 from __future__ import annotations
@@ -136,22 +141,26 @@ class StageScore:
 
 @dataclass(frozen=True)
 class ListSpec:
-    """One retrieval list fed to fusion: which retriever, what text, which weight."""
+    """One retrieval list fed to fusion: which retriever, what text, which weight, and
+    how fusion scaled its scores (a note's part of the fused score is
+    ``weight · (score − floor) / sd``; :func:`fusion.zscore_fuse`)."""
 
-    name: str  # "bm25:original", "vec:sem-1", "vec:hyde", …
+    name: str  # "bm25:original", "bm25:lead", "vec:lead", "vec:sem-1", "vec:hyde", …
     kind: Literal["bm25", "vec"]
     text: str
     weight: float
     hits: int = 0
+    scale: fusion.ListScale = fusion.ListScale(0.0, 0.0)
 
     def as_json(self) -> dict[str, object]:
-        """``{"name", "kind", "text", "weight", "hits"}``."""
+        """``{"name", "kind", "text", "weight", "hits", "floor", "sd"}``."""
         return {
             "name": self.name,
             "kind": self.kind,
             "text": self.text,
             "weight": self.weight,
             "hits": self.hits,
+            **self.scale.as_json(),
         }
 
 
@@ -179,12 +188,17 @@ class Trace:
     demoted: bool = False
     memory: Ranked | None = None  # what the memory prior did (None: it did not run)
     reached: Reach | None = None  # the intent route's graph path to the note, if it took one
+    # The note's rank and score going into the memory prior (after MMR) and coming out
+    # (None: the prior did not run, or the note came in below the results it ranked).
+    before_prior: StageScore | None = None
+    after_prior: StageScore | None = None
 
     def as_json(self) -> dict[str, object]:
         """The per-result part of ``query --explain --json``'s ``explain`` object.
 
         ``retrieval`` maps every list name to the note's rank and raw score in it (BM25 or
-        cosine), ``null`` where absent; then fused (RRF), rerank, blended and final.
+        cosine), ``null`` where absent; then fused (z-score sum), rerank, blended and
+        final; ``memory`` holds the prior and the rank and score before and after it.
         """
         return {
             "retrieval": {name: (s.as_json() if s else None) for name, s in self.lists},
@@ -195,22 +209,20 @@ class Trace:
             "fragment": list(self.fragment) if self.fragment else None,
             "fragment_source": self.fragment_source,
             "demoted": self.demoted,
-            "memory": _memory_json(self.memory),
+            "memory": _memory_json(self.memory, self.before_prior, self.after_prior),
             "reached": self.reached.as_json() if self.reached else None,
         }
 
 
-def _memory_json(item: Ranked | None) -> dict[str, object] | None:
+def _memory_json(
+    item: Ranked | None, before: StageScore | None, after: StageScore | None
+) -> dict[str, object] | None:
     if item is None:
         return None
     return {
-        "relevance": round(item.relevance, 6),
-        "prior": round(item.prior, 6),
-        "score": round(item.score, 6),
-        "pinned": item.pinned,
-        "superseded": item.superseded,
-        "review": item.review,
-        "newer_version": item.newer_version or None,
+        "before": before.as_json() if before else None,
+        "after": after.as_json() if after else None,
+        **item.as_json(),
     }
 
 
@@ -512,19 +524,31 @@ class _Lists:
     found: dict[str, _Found] = field(default_factory=dict)
 
     def add_bm25(self, name: str, text: str, weight: float, hits: Sequence[LexicalHit]) -> None:
-        self.specs.append(ListSpec(name, "bm25", text, weight, len(hits)))
-        self.ranked.append([(h.path, h.score) for h in hits])
+        self._add(ListSpec(name, "bm25", text, weight), [(h.path, h.score) for h in hits])
         for h in hits:
             self.found.setdefault(h.path, _Found(h.title, h.type, h.status))
 
     def add_vec(self, name: str, text: str, weight: float, hits: Sequence[Hit]) -> None:
-        self.specs.append(ListSpec(name, "vec", text, weight, len(hits)))
-        self.ranked.append([(h.path, h.score) for h in hits])
+        self._add(ListSpec(name, "vec", text, weight), [(h.path, h.score) for h in hits])
         for h in hits:
             found = self.found.setdefault(h.path, _Found(h.title, h.type, h.status))
             if h.score > found.vector_score and h.line_end is not None:
                 found.vector_score = h.score
                 found.vector_span = (h.line, h.line_end)
+
+    def _add(self, spec: ListSpec, ranked: list[tuple[str, float]]) -> None:
+        scale = fusion.list_scale([score for _, score in ranked])
+        self.specs.append(replace(spec, hits=len(ranked), scale=scale))
+        self.ranked.append(ranked)
+
+    def fuse(self) -> list[tuple[str, float]]:
+        """Every list, z-score fused (:func:`fusion.zscore_fuse`)."""
+        return fusion.zscore_fuse(
+            [
+                fusion.ScoredList(spec.name, tuple(ranked), spec.weight)
+                for spec, ranked in zip(self.specs, self.ranked, strict=True)
+            ]
+        )
 
 
 def _confidence_detail(scores: Sequence[float]) -> str:
@@ -597,10 +621,13 @@ def _bm25_lists(
 ) -> Stage:
     from vaultmem.retrieval.search import lexical_hits
 
-    lists.add_bm25("bm25:original", text, fusion.ORIGINAL_WEIGHT, probe)
+    lists.add_bm25("bm25:original", text, fusion.BM25_LIST_WEIGHT, probe)
+    lead = lexical_hits(config, text, limit=depth, filters=filters, index=index, lead=True)
+    lists.add_bm25("bm25:lead", text, fusion.LEAD_KEYWORD_WEIGHT, lead)
+    weight = fusion.VARIANT_SHARE * fusion.BM25_LIST_WEIGHT
     for n, variant in enumerate(expansion.lexical if expansion else (), start=1):
         hits = lexical_hits(config, variant, limit=depth, filters=filters, index=index)
-        lists.add_bm25(f"bm25:lex-{n}", variant, fusion.VARIANT_WEIGHT, hits)
+        lists.add_bm25(f"bm25:lex-{n}", variant, weight, hits)
     names = [f"{s.name.split(':')[1]} ({s.hits})" for s in lists.specs if s.kind == "bm25"]
     return Stage("bm25", "ran", f"{len(names)} list(s): {', '.join(names)}")
 
@@ -621,17 +648,15 @@ def _vector_lists(
         return Stage(
             "vectors", "off" if chosen else "skipped", f"{backends.embedder_note}: BM25 only"
         )
-    factor = fusion.VECTOR_WEIGHT_FACTOR
-    queries: list[tuple[str, str, float]] = [
-        ("vec:original", text, fusion.ORIGINAL_WEIGHT * factor)
-    ]
+    queries: list[tuple[str, str, float]] = [("vec:original", text, fusion.VECTOR_LIST_WEIGHT)]
+    weight = fusion.VARIANT_SHARE * fusion.VECTOR_LIST_WEIGHT
     if expansion is not None:
         for n, variant in enumerate(expansion.semantic, start=1):
-            queries.append((f"vec:sem-{n}", variant, fusion.VARIANT_WEIGHT * factor))
+            queries.append((f"vec:sem-{n}", variant, weight))
         if expansion.hypothetical:
-            queries.append(("vec:hyde", expansion.hypothetical, fusion.VARIANT_WEIGHT * factor))
+            queries.append(("vec:hyde", expansion.hypothetical, weight))
     from vaultmem.index.records import read_record, record_path
-    from vaultmem.retrieval.vsearch import embed_and_open, nearest_notes_many
+    from vaultmem.retrieval.vsearch import embed_and_open
 
     # An opened vector index (a warm caller) has vectors; else check cheaply before the
     # model loads or the endpoint is called: nothing to search without them.
@@ -645,17 +670,17 @@ def _vector_lists(
         # One embedding call for every text: a single batch, one request to an endpoint.
         if backends.vectors is not None:
             vectors = embedder.embed(texts)
-            found = nearest_notes_many(
-                config, embedder, vectors, limit=depth, filters=filters, index=backends.vectors
-            )
+            found = backends.vectors.nearest_with_leads(vectors, limit=depth, filters=filters)
         else:
             vectors, opened = embed_and_open(config, embedder, texts)
             with opened:
-                found = opened.nearest_many(vectors, limit=depth, filters=filters)
+                found = opened.nearest_with_leads(vectors, limit=depth, filters=filters)
     except VaultmemError as exc:  # no vectors yet, endpoint down, store trouble
         return Stage("vectors", "failed", f"{exc}: BM25 only")
-    for (name, query_text, weight), hits in zip(queries, found, strict=True):
+    for (name, query_text, weight), (hits, leads) in zip(queries, found, strict=True):
         lists.add_vec(name, query_text, weight, hits)
+        if name == "vec:original":  # the note-lead list: of the original query only
+            lists.add_vec("vec:lead", query_text, fusion.LEAD_VECTOR_WEIGHT, leads)
     names = [f"{s.name.split(':')[1]} ({s.hits})" for s in lists.specs if s.kind == "vec"]
     return Stage("vectors", "ran", f"{len(names)} list(s), {embedder.model_id}: {', '.join(names)}")
 
@@ -672,7 +697,7 @@ class _Piece:
 class _Fragments:
     """The fragments of candidate notes, from the embed sweep's cache where it has them.
 
-    The cache (``fragments.json``, keyed by note content hash) gives line spans without
+    The fragment rows in the manifest (keyed by note content hash) give line spans without
     parsing markdown, ~10x cheaper per note than splitting it again; a note it lacks (no
     embedder, or edited since the last sweep) is split here, as the sweep would split it.
     """
@@ -683,13 +708,21 @@ class _Fragments:
         self.config = config
         self.max_chars = max_chars
         self.cache = FragmentCache.load(config.cache_dir, max_chars)
+        self._entries: dict[str, Entry] = {}
+
+    def prefetch(self, paths: Sequence[str]) -> None:
+        """Read the manifest rows of ``paths`` at once (one connection, not one each)."""
+        from vaultmem.index import manifest as mf
+
+        # The candidates' rows only: loading every entry would cost a big vault a second.
+        none: dict[str, Entry] = {}
+        self._entries.update(mf.read(self.config.cache_dir, none, lambda s: s.get_many(paths)))
 
     def of(self, path: str) -> list[_Piece]:
         """The note's fragments in order (empty when it cannot be read)."""
         from vaultmem.index import manifest as mf
 
-        # One row per candidate: loading every entry would cost a big vault a second.
-        entry = mf.get_entry(self.config.cache_dir, path)
+        entry = self._entries.get(path) or mf.get_entry(self.config.cache_dir, path)
         refs = self.cache.get(entry.hash) if entry is not None else None
         if not refs:
             return self._split(path)
@@ -712,7 +745,8 @@ class _Fragments:
         from vaultmem.note import parse_note
 
         try:
-            note = parse_note(path, (self.config.vault / path).read_bytes())
+            raw = (self.config.vault / path).read_bytes()
+            note = parse_note(path, raw, keys=self.config.keys)
             frags = note_fragments(note, self.max_chars)
         except (OSError, NoteError, ValueError):
             return []
@@ -821,24 +855,24 @@ def _memory_stage(
     final: list[tuple[str, float]],
     text: str,
     options: QueryOptions,
+    texts: Mapping[str, str],
 ) -> tuple[list[tuple[str, float]], dict[str, Ranked], Stage]:
-    """The memory prior and review slots over the final order (results keep their score)."""
+    """The memory prior and review slots over the final order, each result scored by
+    what the prior ranked it by. Near-duplicate fragments (``texts``; MMR's test) count
+    as equally relevant where two notes contradict each other."""
     if options.ranking is None:
         return final, {}, Stage("memory", "off", "--no-prior --no-review: retrieval order kept")
     ranking = replace(options.ranking, show_status=options.filters.status)
     entries = index.entries(doc for doc, _ in final)
     versions = version_terms(config, text, index)
-    kept = memory_rank.rank(final, entries, text, ranking, options.limit, versions)
-    before = dict(final)
-    ordered = [(r.path, before[r.path]) for r in kept]
+    grams = {doc: fusion.bigrams(texts.get(doc, "")) for doc, _ in final}
+
+    def alike(a: str, b: str) -> bool:
+        return fusion.jaccard(grams[a], grams[b]) > fusion.MMR_THRESHOLD
+
+    kept = memory_rank.rank(final, entries, text, ranking, options.limit, versions, alike)
+    ordered = [(r.path, r.score) for r in kept]
     return ordered, {r.path: r for r in kept}, Stage("memory", "ran", _memory_detail(kept, ranking))
-
-
-def _query_weight(spec: ListSpec) -> float:
-    """The weight of the query behind a list, without the vector factor (for the bonus)."""
-    if spec.kind == "vec":
-        return spec.weight / fusion.VECTOR_WEIGHT_FACTOR
-    return spec.weight
 
 
 def _memory_detail(kept: Sequence[Ranked], ranking: RankingOptions) -> str:
@@ -984,19 +1018,13 @@ def query(
     stages.append(_bm25_lists(config, index, lists, text, probe, expansion, depth, filters))
     stages.append(_vector_lists(config, backends, lists, text, expansion, depth, filters))
 
-    ranked_lists = [
-        fusion.RankedList(
-            spec.name, tuple(doc for doc, _ in ranked), spec.weight, _query_weight(spec)
-        )
-        for spec, ranked in zip(lists.specs, lists.ranked, strict=True)
-    ]
-    fused = fusion.rrf(ranked_lists, bonus=fusion.TOP_RANK_BONUS)
+    fused = lists.fuse()
+    weights = ", ".join(f"{spec.name} {spec.weight:g}" for spec in lists.specs)
     stages.append(
         Stage(
             "fusion",
             "ran",
-            f"RRF k={fusion.RRF_K}, top-rank bonus {fusion.TOP_RANK_BONUS}, over "
-            f"{len(ranked_lists)} list(s): {len(fused)} notes",
+            f"z-score sum over {len(lists.specs)} list(s) ({weights}): {len(fused)} notes",
         )
     )
     pool = fusion.candidates(fused, depth)
@@ -1016,6 +1044,7 @@ def query(
     term_set = set(terms)
     fragments = _Fragments(config, max_chars)
     chosen: dict[str, tuple[_Piece | None, str]] = {}
+    fragments.prefetch([doc for doc, _ in pool])
     for doc, _ in pool:
         frags = fragments.of(doc)
         chosen[doc] = _choose_fragment(frags, lists.found[doc].vector_span, term_set)
@@ -1043,8 +1072,14 @@ def query(
 
     # A route reorders more than it shows: the prior ranks the whole pool for it.
     ranked_for = options if route.name == "what" else replace(options, limit=depth)
-    final, memory, stage = _memory_stage(config, index, final, text, ranked_for)
+    before_prior = _ranks(final)
+    final, memory, stage = _memory_stage(config, index, final, text, ranked_for, texts)
     stages.append(stage)
+    after_prior = {
+        doc: StageScore(rank, memory[doc].score)
+        for rank, (doc, _) in enumerate(final, start=1)
+        if doc in memory
+    }
     routed = _route_stage(config, index, route, final, memory, options)
     final = routed.order
     stages.append(routed.stage)
@@ -1087,6 +1122,8 @@ def query(
                 demoted=doc in demoted,
                 memory=memory.get(doc),
                 reached=routed.reached.get(doc),
+                before_prior=before_prior.get(doc) if doc in memory else None,
+                after_prior=after_prior.get(doc),
             )
         )
     return QueryResult(

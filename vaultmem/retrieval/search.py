@@ -11,10 +11,10 @@ from pathlib import Path
 
 from vaultmem.config import Config
 from vaultmem.errors import VaultmemError
-from vaultmem.index.lexical import LexicalHit, LexicalIndex, analyse, asked_terms, query_terms
+from vaultmem.index.lexical import LexicalHit, LexicalIndex, analyse, asked_terms
 from vaultmem.model import Filters, Hit
 from vaultmem.note import read_note
-from vaultmem.retrieval.memory_rank import NoteWords, QueryTerms, RankingOptions, rank
+from vaultmem.retrieval.memory_rank import NoteWords, QueryTerms, Ranked, RankingOptions, rank
 from vaultmem.retrieval.snippets import LineMap, Snippet, best_line
 from vaultmem.scores import normalize_tags
 from vaultmem.vault import in_collection
@@ -115,8 +115,11 @@ def lexical_hits(
     limit: int,
     filters: Filters = Filters(),
     index: LexicalIndex | None = None,
+    lead: bool = False,
 ) -> list[LexicalHit]:
     """Raw BM25F hits (scores, no snippets) with every filter applied, collections included.
+
+    ``lead``: over the notes' lead field (title + opening) instead of their whole text.
 
     Example:
         >>> [h.path for h in lexical_hits(config, "redis", limit=3)]  # doctest: +SKIP
@@ -127,7 +130,7 @@ def lexical_hits(
         coll = config.collection(filters.collection)
         filters = _with_folder(filters, coll.path)
         wanted = limit * 5
-    raw = index.search(text, limit=wanted, filters=filters)
+    raw = index.search(text, limit=wanted, filters=filters, lead=lead)
     if filters.collection:
         raw = [r for r in raw if in_collection(r.path, config, filters.collection)][:limit]
     return raw
@@ -147,24 +150,44 @@ def search(
 
     With ``ranking``, the memory prior re-ranks a deeper candidate list and review slots
     are filled (:mod:`vaultmem.retrieval.memory_rank`); without it, plain BM25F order.
-    Either way each hit's ``score`` is its BM25F score.
+    Each hit's ``score`` is what it is ranked by, in BM25F units: its BM25F score moved
+    by the prior (:attr:`Ranked.scaled`), so scores fall down the list.
 
     Example:
         >>> search(config, "postgres migrations", limit=5)  # doctest: +SKIP
     """
+    hits, _ = ranked_search(
+        config, text, limit=limit, filters=filters, index=index, ranking=ranking, snippets=snippets
+    )
+    return hits
+
+
+def ranked_search(
+    config: Config,
+    text: str,
+    *,
+    limit: int = 10,
+    filters: Filters = Filters(),
+    index: LexicalIndex | None = None,
+    ranking: RankingOptions | None = None,
+    snippets: SnippetCache | None = None,
+) -> tuple[list[Hit], list[Ranked]]:
+    """:func:`search`, and what the memory prior did to each hit (for ``--explain``;
+    empty without ``ranking``)."""
     index = index or LexicalIndex.open(config.cache_dir)
     depth = limit if ranking is None else max(limit * 3, RANKING_DEPTH)
     raw = lexical_hits(config, text, limit=depth, filters=filters, index=index)
-    terms = query_terms(text[:2000])
+    terms = index.matched_terms(text)  # prefix matches too: the snippet shows what matched
     if ranking is None:
-        return to_hits(config, raw, terms, snippets)
+        return to_hits(config, raw, terms, snippets), []
     by_path = {r.path: r for r in raw}
     entries = {r.path: r.entry() for r in raw}
     ranking = replace(ranking, show_status=filters.status)
     versions = version_terms(config, text, index)
     ranked = rank([(r.path, r.score) for r in raw], entries, text, ranking, limit, versions)
     hits = to_hits(config, [by_path[r.path] for r in ranked], terms, snippets)
-    return [replace(h, review=r.review) for h, r in zip(hits, ranked, strict=True)]
+    found = [replace(h, score=r.scaled, review=r.review) for h, r in zip(hits, ranked, strict=True)]
+    return found, ranked
 
 
 def version_terms(config: Config, text: str, index: LexicalIndex | None) -> QueryTerms:
@@ -183,7 +206,7 @@ def version_terms(config: Config, text: str, index: LexicalIndex | None) -> Quer
 
     def read(path: str) -> NoteWords:
         try:
-            note = read_note(config.vault, path)
+            note = read_note(config.vault, path, config.keys)
         except VaultmemError:  # vanished or unreadable since it was indexed
             return NoteWords(frozenset(), frozenset())
         words = analyse("\n".join([note.title, *note.aliases, *note.tags, note.body]))

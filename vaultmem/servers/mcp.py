@@ -1,11 +1,15 @@
 """The vault as an MCP server: a few tools over :mod:`vaultmem.api`, notes as resources.
 
 A thin shell: each tool turns its arguments into the api's request values, makes one
-call and answers compact JSON (``get`` answers the note's text). Validation is the
+call and answers compact JSON (``get`` of one note answers its text). Validation is the
 request model's; a :class:`~vaultmem.errors.VaultmemError` comes back as a tool error
 whose text is the one-line message the CLI prints after ``vaultmem: error:``, and the
-server keeps serving. Tool definitions are sent to every agent's context, so there are
-eight of them, described in a line or two each.
+server keeps serving. Every operation of the REST API is a tool; tool definitions are
+sent to every agent's context, so there are eleven, described in a line or two each.
+
+``resources/list`` lists the notes, :data:`PAGE` at a time: the SDK's MCPServer answers
+only resources registered one by one, so a middleware answers that method in its place
+(after the SDK's own checks of the session and the params).
 
 This module prints nothing: over stdio the transport owns stdout (see
 :mod:`vaultmem.cli.mcp_cmds`, which also keeps stray writes off it).
@@ -15,20 +19,33 @@ This module prints nothing: over stdio the transport owns stdout (see
 # registration, and they must be objects, not strings.
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
-from mcp.server import MCPServer
+import anyio.to_thread
+from mcp.server import MCPServer, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.server.mcpserver.exceptions import ResourceError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    Resource,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field
 from starlette.applications import Starlette
 
 from vaultmem import __version__, api
+from vaultmem.agent.surface import SurfaceRequest
 from vaultmem.api import OpenVault
-from vaultmem.errors import VaultmemError
+from vaultmem.errors import RequestError, VaultmemError
 from vaultmem.model import (
+    MAX_LIMIT,
     NOTE_ACTIONS,
     SEARCH_MODES,
     Filters,
@@ -41,6 +58,7 @@ from vaultmem.servers.schema import Count, Switch
 from vaultmem.timeline import TimelineRequest
 
 Clock = Callable[[], datetime]
+PAGE = 100  # notes per page of resources/list
 
 
 def _one_of(values: Sequence[str], *, optional: bool = True, description: str | None = None) -> Any:
@@ -51,6 +69,10 @@ def _one_of(values: Sequence[str], *, optional: bool = True, description: str | 
 
 # Argument types: their descriptions are part of every tool definition, so short.
 NoteName = Annotated[str, Field(description="Path, title, alias or file name.")]
+OneOrMore = Annotated[
+    str | Annotated[list[str], Field(min_length=1, max_length=MAX_LIMIT)],
+    Field(description="Path, title, alias or file name; or a list of them."),
+]
 NoteNames = Annotated[list[str], Field(description="Notes by path, title, alias or file name.")]
 Mode = Annotated[
     str | None,
@@ -80,10 +102,16 @@ def make_server(vault: OpenVault, *, clock: Clock = _utc_now) -> MCPServer:
         >>> make_server(OpenVault(config, warm=True)).run("stdio")  # doctest: +SKIP
     """
     server: MCPServer = MCPServer(
-        "vaultmem", instructions=instructions(vault), version=__version__, log_level="WARNING"
+        "vaultmem",
+        instructions=instructions(vault),
+        version=__version__,
+        log_level="WARNING",
+        middleware=[_paged_notes(vault, PAGE)],
     )
     _read_tools(server, vault, clock)
+    _more_read_tools(server, vault, clock)
     _write_tools(server, vault, clock)
+    _link_tool(server, vault)
     _note_resource(server, vault)
     return server
 
@@ -189,11 +217,16 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         return _answer(work)
 
     @server.tool(
-        description="Read a note's markdown, whole or lines start_line..end_line.",
+        description=(
+            "Read a note's markdown, whole or lines start_line..end_line. A list of notes: "
+            "JSON [{note, path, text} or {note, error}]."
+        ),
         annotations=READ,
     )
-    def get(note: NoteName, start_line: Line = None, end_line: Line = None) -> CallToolResult:
-        return _answer(lambda: api.excerpt(api.get(vault, note).text, start_line, end_line))
+    def get(note: OneOrMore, start_line: Line = None, end_line: Line = None) -> CallToolResult:
+        if isinstance(note, str):
+            return _answer(lambda: api.excerpt(api.get(vault, note).text, start_line, end_line))
+        return _answer(lambda: _get_each(vault, note, start_line, end_line))
 
     @server.tool(
         description="A note's typed links, wikilinks and backlinks.",
@@ -221,12 +254,57 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         note: Annotated[str | None, Field(description="Path, title, alias or file name.")] = None,
         since: Text = None,
         until: Text = None,
+        around: Annotated[
+            str, Field(description="With note: notes dated this close too (0: none).")
+        ] = TimelineRequest.around,
         newest_first: Switch = False,
         limit: Count = 50,
     ) -> CallToolResult:
         def work() -> object:
-            request = TimelineRequest(note, since, until, newest_first=newest_first, limit=limit)
+            request = TimelineRequest(
+                note, since, until, around, newest_first=newest_first, limit=limit
+            )
             return api.timeline(vault, request, now=clock()).as_json()
+
+        return _answer(work)
+
+
+def _more_read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
+    @server.tool(
+        description="Notes closest in meaning to a note (needs vectors: `vaultmem embed`).",
+        annotations=READ,
+    )
+    def similar(
+        note: NoteName,
+        limit: Count = 5,
+        folder: Text = None,
+        tag: Text = None,
+        type: Text = None,  # noqa: A002 - the filter's name everywhere else
+        status: Text = None,
+    ) -> CallToolResult:
+        def work() -> object:
+            filters = Filters(folder=folder, tag=tag, type=type, status=status)
+            hits = api.similar(vault, note, limit=limit, filters=filters)
+            return {"hits": [_hit(h) for h in hits]}
+
+        return _answer(work)
+
+    @server.tool(
+        description=(
+            "The context block the prompt hook would add for a prompt: the notes that "
+            "answer it, within budget tokens (empty when none is relevant enough)."
+        ),
+        annotations=READ,
+    )
+    def surface(
+        prompt: str,
+        session: Annotated[str | None, Field(description="Skip notes shown before in it.")] = None,
+        budget: Count = SurfaceRequest.budget,
+        vectors: Annotated[bool | None, Field(strict=True)] = None,
+    ) -> CallToolResult:
+        def work() -> object:
+            request = SurfaceRequest(prompt, session, budget, vectors)
+            return api.surface(vault, request, now=clock()).as_json()
 
         return _answer(work)
 
@@ -283,6 +361,93 @@ def _write_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
             return [c.as_json() for c in done]
 
         return _answer(work)
+
+
+def _link_tool(server: MCPServer, vault: OpenVault) -> None:
+    from vaultmem.memory.links import LINK_TYPES  # loads the link graph: the server's anyway
+
+    @server.tool(
+        description=(
+            "Add a typed link from source to target (paired types on both ends), or with "
+            "remove: take it away (without type: every type)."
+        ),
+        annotations=WRITE,
+    )
+    def link(
+        source: NoteName,
+        target: NoteName,
+        type: Annotated[str | None, _one_of(LINK_TYPES, description="Default: related.")] = None,  # noqa: A002
+        remove: Switch = False,
+    ) -> CallToolResult:
+        def work() -> object:
+            change = api.link(vault, source, target, type, remove=remove)
+            written: dict[str, list[str]] = {}
+            for path, key in change.edits:
+                written.setdefault(path, []).append(key)
+            return {
+                "source": change.source,
+                "target": change.target,
+                "type": change.type,
+                "changed": change.changed,
+                "written": written,  # path: the keys rewritten (empty: already so)
+            }
+
+        return _answer(work)
+
+
+def _get_each(
+    vault: OpenVault, names: Sequence[str], start: int | None, end: int | None
+) -> list[dict[str, object]]:
+    """Several notes in one call: a name that finds no note is an entry with its error,
+    not the whole call's; line numbers are the call's (a bad one refuses it)."""
+    api.excerpt("", start, end)
+    found: list[dict[str, object]] = []
+    for name in names:
+        try:
+            note = api.get(vault, name)
+        except VaultmemError as exc:
+            found.append({"note": name, "error": str(exc)})
+            continue
+        text = api.excerpt(note.text, start, end)
+        found.append({"note": name, "path": note.note.path, "text": text})
+    return found
+
+
+# --- resources ------------------------------------------------------------------------------
+
+
+def _note_uri(path: str) -> str:
+    return "vault://" + quote(path, safe="/")
+
+
+def _paged_notes(vault: OpenVault, size: int) -> ServerMiddleware[Any]:
+    """A middleware that answers ``resources/list`` with the vault's notes, ``size`` a
+    page; the cursor is the last path of the page before (see :func:`api.list_notes`)."""
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        answer = await call_next(ctx)  # the SDK's own: initialised, params well-formed
+        if ctx.method != "resources/list" or not isinstance(answer, Mapping):
+            return answer
+        cursor = (ctx.params or {}).get("cursor")
+        try:
+            page = await anyio.to_thread.run_sync(
+                lambda: api.list_notes(vault, after=cursor, limit=size)
+            )
+        except VaultmemError as exc:
+            code = INVALID_PARAMS if isinstance(exc, RequestError) else INTERNAL_ERROR
+            raise MCPError(code=code, message=str(exc)) from None
+        resources = [
+            Resource(
+                uri=_note_uri(n.path), name=n.path, title=n.title, mime_type="text/markdown"
+            ).model_dump(by_alias=True, mode="json", exclude_none=True)
+            for n in page.notes
+        ]
+        listed = {**answer, "resources": resources}
+        if page.after is not None:
+            listed["nextCursor"] = page.after
+        return listed
+
+    return middleware
 
 
 def _note_resource(server: MCPServer, vault: OpenVault) -> None:

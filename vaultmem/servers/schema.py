@@ -28,7 +28,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from vaultmem import api
-from vaultmem.agent.surface import SurfaceRequest
+from vaultmem.agent.surface import MAX_BUDGET, MIN_BUDGET, SurfaceRequest
 from vaultmem.errors import (
     AmbiguousNote,
     ConfigError,
@@ -208,7 +208,10 @@ class SurfaceBody(_Body):
     prompt: Text
     session: Text | None = None
     budget: Count = Field(
-        _default(SurfaceRequest, "budget"), description="Tokens (chars / 4) the block may take."
+        _default(SurfaceRequest, "budget"),
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+        description="Tokens (chars / 4) the block may take.",
     )
     vectors: bool | None = Field(None, description="null: when the vault has vectors")
 

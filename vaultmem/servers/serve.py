@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -64,6 +65,8 @@ class ServeOptions:
     """How to serve: where to listen, the bearer token, whether to watch the vault.
 
     ``forward_delay``: seconds each forwarded command waits first (tests kill a server then).
+    ``idle_timeout``: seconds without a request (forwarded, REST or MCP) after which the
+    server stops on its own (None: never): a server a hook started must not outlive use.
     """
 
     host: str = "127.0.0.1"
@@ -72,6 +75,22 @@ class ServeOptions:
     auth: str = "none"  # where the token came from (vaultmem.servers.auth.Source)
     watch: bool = False
     forward_delay: float = 0.0
+    idle_timeout: float | None = None
+
+
+class Activity:
+    """When the server last answered a request (monotonic seconds), for the idle timeout."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def touch(self) -> None:
+        """A request came."""
+        self._last = time.monotonic()
+
+    def idle(self) -> float:
+        """Seconds since the last request (or since the server started)."""
+        return time.monotonic() - self._last
 
 
 @dataclass(frozen=True)
@@ -203,19 +222,29 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _app(vault: OpenVault, options: ServeOptions, port: int) -> Any:
-    """The REST API with the MCP endpoint mounted at /mcp."""
+def _app(vault: OpenVault, options: ServeOptions, port: int, activity: Activity) -> Any:
+    """The REST API with the MCP endpoint mounted at /mcp; every HTTP request counts as
+    activity."""
     from vaultmem.servers.mcp import http_app, make_server
     from vaultmem.servers.rest import default_allowed_hosts, rest_app
 
     mcp = http_app(make_server(vault), path="/", host=options.host)
-    app = rest_app(
-        vault,
-        token=options.token,
-        allowed_hosts=default_allowed_hosts(options.host, port),
-        extra_mounts={MCP_PATH: mcp},
+    app = _exact_mount(
+        rest_app(
+            vault,
+            token=options.token,
+            allowed_hosts=default_allowed_hosts(options.host, port),
+            extra_mounts={MCP_PATH: mcp},
+        ),
+        MCP_PATH,
     )
-    return _exact_mount(app, MCP_PATH)
+
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            activity.touch()
+        await app(scope, receive, send)
+
+    return counted
 
 
 def _exact_mount(app: Any, path: str) -> Any:
@@ -319,14 +348,20 @@ def serve(
 
     check_bind(options.host, options.token)
     cache_dir = make_cache(config.cache_dir)
+    activity = Activity()
+
+    def counted_log(line: str) -> None:
+        activity.touch()  # the forwarding socket logs one line per command it answers
+        log(line)
+
     with _server_lock(cache_dir) as lock, contextlib.ExitStack() as stack:
         vault = OpenVault(config, warm=True)
         stack.callback(vault.close)
         sock = _listen(options.host, options.port)
         stack.callback(sock.close)
         port = sock.getsockname()[1]
-        forward_path = _start_forwarding(cache_dir, vault, options, log, stack)
-        server = _start_http(_app(vault, options, port), sock, stack)
+        forward_path = _start_forwarding(cache_dir, vault, options, counted_log, stack)
+        server = _start_http(_app(vault, options, port, activity), sock, stack)
         threading.Thread(target=_prewarm, args=(vault, log), daemon=True).start()
         if options.watch:
             stack.callback(_watcher(config, vault, log))
@@ -350,6 +385,9 @@ def serve(
                 lost = _lost(cache_dir, advert, lock)
                 if lost:
                     log(f"stopping: {lost}; nobody can find this server any more")
+                    break
+                if options.idle_timeout is not None and activity.idle() > options.idle_timeout:
+                    log(f"stopping: no request for {options.idle_timeout:g} s (--idle-timeout)")
                     break
 
 
@@ -395,6 +433,44 @@ def _start_http(app: Any, sock: socket.socket, stack: contextlib.ExitStack) -> t
             raise VaultmemError("the HTTP server did not start (see the lines above)")
         time.sleep(0.01)
     return thread
+
+
+def start_detached(
+    args: list[str], config: Config, env: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start the `serve` command line ``args`` in a session of its own (no terminal, its
+    output appended to ``<cache>/server.log``) and return at once: the process, the log.
+
+    `serve --background` then waits for its advertisement; the SessionStart hook does not
+    (the hook must not wait on a model loading).
+    """
+    log_path = make_cache(config.cache_dir) / LOG_NAME
+    with open_log(log_path) as log:
+        child = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=env,
+            cwd=config.vault,
+            start_new_session=True,
+        )
+    return child, log_path
+
+
+def open_log(path: Path) -> Any:
+    """The server log, opened to append without following a link planted in its place,
+    private to this user (it names the notes the server touched)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise VaultmemError(f"cannot open {path}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if info.st_uid != os.getuid():
+        os.close(fd)
+        raise VaultmemError(f"refusing {path}: it is owned by uid {info.st_uid}; remove it")
+    return os.fdopen(fd, "ab")
 
 
 def quiet_loggers(stream: Any) -> None:

@@ -1,0 +1,155 @@
+"""Fit `surface`'s speak decision on split A of the agent prompts; score it on split B.
+
+    python benchmarks/tune_surface.py fit      # both modes: weights, A and B at the fit
+    python benchmarks/tune_surface.py curve    # hit rate / abstention as the bias moves
+
+Every prompt of ``benchmarks/data/surface_prompts.jsonl`` goes through the gates and
+:func:`vaultmem.agent.surface.candidates` once per mode (``process``: keyword only;
+``warm``: keyword + the in-process MiniLM), on a fresh copy of example-vault. The
+signals of :class:`vaultmem.agent.speak.SpeakModel` are read off each candidate list,
+and a logistic regression (L2 0.02, standardised inputs, 20,000 gradient steps) is fit
+on split A to predict "one of the first three notes is a note the prompt wants". The
+threshold is the one with the best min(hit rate, abstention) on A (ties: the best sum);
+B is scored once with it. Gated prompts count as abstaining, as in
+bench_surface_prompts.py. Sessions are ignored here: the decision never looks at them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+
+import numpy as np
+from bench_surface_prompts import NOW, _env, fresh_vault, load
+
+from vaultmem import config as vconfig
+from vaultmem.agent import speak
+from vaultmem.agent import surface as sf
+from vaultmem.index.lexical import LexicalIndex
+from vaultmem.retrieval.query import Backends
+
+SIGNALS = {
+    "process": ["keyword", "lead", "coverage", "coverage_best", "rarest", "phrases", "forced"],
+    "warm": [
+        "keyword",
+        "lead",
+        "coverage",
+        "coverage_best",
+        "phrases",
+        "forced",
+        "cosine",
+        "cosine_gap",
+    ],
+}
+
+
+def signals(found: list[sf.Candidate], forced: bool) -> dict[str, float]:
+    """The decision's inputs for one candidate list (SpeakModel.score's terms)."""
+    first, shown = found[0], found[: speak.SHOW_LIMIT]
+    cosines = [c.cosine or 0.0 for c in found[:2]] + [0.0]
+    return {
+        "keyword": math.log1p(first.bm25 or 0.0),
+        "lead": math.log1p(first.lead or 0.0),
+        "coverage": first.coverage,
+        "coverage_best": max(c.coverage for c in shown),
+        "rarest": first.rarest,
+        "phrases": min(speak.PHRASE_CAP, max(c.phrases for c in shown)),
+        "forced": float(forced),
+        "cosine": max(c.cosine or 0.0 for c in shown),
+        "cosine_gap": cosines[0] - cosines[1],
+    }
+
+
+def collect(mode: str) -> list[dict]:
+    """One row per prompt: its split, whether it wants a note, the gate, the signals."""
+    vectors = mode == "warm"
+    vault = fresh_vault(vectors)
+    config = vconfig.load(vault_flag=str(vault), env=_env(vectors), cwd=vault, overrides={})
+    index = LexicalIndex.open(config.cache_dir)
+    backends = Backends()
+    if vectors:
+        from vaultmem.inference.embedders import embedder_for
+
+        backends = Backends(embedder=embedder_for(config))
+    rows = []
+    for prompt in load("all"):
+        decision = sf.gate(prompt["prompt"])
+        row = {"split": prompt["split"], "wants": bool(prompt["expect"]), "signals": None}
+        if not decision.reason:
+            found = sf.candidates(config, decision.text, now=NOW, index=index, backends=backends)
+            if found:
+                shown = [c.hit.path for c in found[: speak.SHOW_LIMIT]]
+                row["signals"] = signals(found, decision.forced)
+                row["found"] = any(p in shown for p in prompt["expect"])
+        rows.append(row)
+    shutil.rmtree(vault.parent, ignore_errors=True)
+    return rows
+
+
+def _matrix(rows: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    searched = [r for r in rows if r["signals"] is not None]
+    x = np.array([[r["signals"][n] for n in names] for r in searched])
+    wants = np.array([r["wants"] for r in searched])
+    found = np.array([r.get("found", False) for r in searched])
+    return x, wants, found
+
+
+def rates(rows: list[dict], names: list[str], weights: np.ndarray, bias: float) -> tuple:
+    """(hit rate, abstention) of ``rows`` under the decision ``bias + x · weights ≥ 0``."""
+    x, wants, found = _matrix(rows, names)
+    speaks = x @ weights + bias >= 0 if len(x) else np.array([], dtype=bool)
+    answered = sum(r["wants"] for r in rows)
+    silent = sum(not r["wants"] for r in rows)
+    gated = sum(1 for r in rows if not r["wants"] and r["signals"] is None)
+    hits = int((speaks & wants & found).sum())
+    quiet = gated + int((~speaks & ~wants).sum())
+    return hits / max(answered, 1), quiet / max(silent, 1)
+
+
+def fit(rows: list[dict], names: list[str]) -> tuple[np.ndarray, float]:
+    """Logistic weights (in the signals' own units) and the bias at the chosen threshold."""
+    x, wants, found = _matrix(rows, names)
+    mu, sd = x.mean(0), x.std(0) + 1e-9
+    z = (x - mu) / sd
+    target = (wants & found).astype(float)
+    w, b = np.zeros(z.shape[1]), 0.0
+    for _ in range(20_000):
+        p = 1 / (1 + np.exp(-(z @ w + b)))
+        g = p - target
+        w -= 0.1 * (z.T @ g / len(target) + 0.02 * w)
+        b -= 0.1 * g.mean()
+    weights = w / sd
+    bias = b - weights @ mu
+    margins = sorted(set(np.round(x @ weights + bias, 4)))
+
+    def quality(threshold: float) -> tuple[float, float]:
+        hit, abstain = rates(rows, names, weights, bias - threshold)
+        return min(hit, abstain), hit + abstain
+
+    return weights, bias - max(margins, key=quality)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["fit", "curve"])
+    args = parser.parse_args()
+    for mode, names in SIGNALS.items():
+        rows = collect(mode)
+        a = [r for r in rows if r["split"] == "A"]
+        b = [r for r in rows if r["split"] == "B"]
+        weights, bias = fit(a, names)
+        shown = ", ".join(f"{n}={w:.3f}" for n, w in zip(names, weights, strict=True))
+        print(f"{mode}: bias={bias:.3f}, {shown}")
+        shifts = [-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0] if args.command == "curve" else [0.0]
+        for shift in shifts:
+            ha, qa = rates(a, names, weights, bias + shift)
+            hb, qb = rates(b, names, weights, bias + shift)
+            print(
+                f"  bias {shift:+.2f}: A hit {ha:.3f} abstention {qa:.3f} | "
+                f"B hit {hb:.3f} abstention {qb:.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
