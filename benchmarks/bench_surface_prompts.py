@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from common import REPO, percentile
 
@@ -79,10 +80,10 @@ def _env(vectors: bool) -> dict[str, str]:
     return env
 
 
-def run(prompts: Iterable[dict], vectors: bool) -> list[Outcome]:
-    """Every prompt through `surface`, sessions in order, on a fresh vault."""
+def open_fresh(vectors: bool) -> tuple[Path, Any, Any, Any]:
+    """A fresh indexed vault (:func:`fresh_vault`) with its config, keyword index and
+    the backends a mode searches with (keyword only, or the in-process MiniLM too)."""
     from vaultmem import config as vconfig
-    from vaultmem.agent import surface as sf
     from vaultmem.index.lexical import LexicalIndex
     from vaultmem.retrieval.query import Backends
 
@@ -94,6 +95,14 @@ def run(prompts: Iterable[dict], vectors: bool) -> list[Outcome]:
         from vaultmem.inference.embedders import embedder_for
 
         backends = Backends(embedder=embedder_for(config))
+    return vault, config, index, backends
+
+
+def run(prompts: Iterable[dict], vectors: bool) -> list[Outcome]:
+    """Every prompt through `surface`, sessions in order, on a fresh vault."""
+    from vaultmem.agent import surface as sf
+
+    vault, config, index, backends = open_fresh(vectors)
     seen: dict[str, set[str]] = {}
     out = []
     for n, row in enumerate(prompts):

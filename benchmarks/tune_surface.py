@@ -21,13 +21,10 @@ import math
 import shutil
 
 import numpy as np
-from bench_surface_prompts import NOW, _env, fresh_vault, load
+from bench_surface_prompts import NOW, load, open_fresh
 
-from vaultmem import config as vconfig
 from vaultmem.agent import speak
 from vaultmem.agent import surface as sf
-from vaultmem.index.lexical import LexicalIndex
-from vaultmem.retrieval.query import Backends
 
 SIGNALS = {
     "process": ["keyword", "lead", "coverage", "coverage_best", "rarest", "phrases", "forced"],
@@ -63,15 +60,7 @@ def signals(found: list[sf.Candidate], forced: bool) -> dict[str, float]:
 
 def collect(mode: str) -> list[dict]:
     """One row per prompt: its split, whether it wants a note, the gate, the signals."""
-    vectors = mode == "warm"
-    vault = fresh_vault(vectors)
-    config = vconfig.load(vault_flag=str(vault), env=_env(vectors), cwd=vault, overrides={})
-    index = LexicalIndex.open(config.cache_dir)
-    backends = Backends()
-    if vectors:
-        from vaultmem.inference.embedders import embedder_for
-
-        backends = Backends(embedder=embedder_for(config))
+    vault, config, index, backends = open_fresh(vectors=mode == "warm")
     rows = []
     for prompt in load("all"):
         decision = sf.gate(prompt["prompt"])

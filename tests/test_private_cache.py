@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLE_VAULT, run_vaultmem
-from tests.test_trust import OTHER, other_python
+from tests.test_trust import run_as_other
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
 
@@ -67,18 +66,7 @@ def _private_vault(place: Path) -> Path:
 def _probe(cache: Path) -> dict:
     files = [str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file()]
     assert files, "the cache is empty"
-    done = subprocess.run(
-        [other_python(), "-I", "-S", "-c", _PROBE, str(cache), json.dumps(files)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd="/",
-        user=OTHER,
-        group=OTHER,
-        extra_groups=[],
-        check=True,
-    )
-    return json.loads(done.stdout)
+    return json.loads(run_as_other(_PROBE, str(cache), json.dumps(files), timeout=60))
 
 
 @pytest.mark.parametrize("first", ["index", "init", "remember"])

@@ -434,20 +434,25 @@ print(json.dumps(out))
 """
 
 
-def as_other(url: str, token: str | None, token_file: Path) -> dict:
-    """The statuses another user's client gets from the server at ``url``."""
+def run_as_other(script: str, *args: str, timeout: int = 120) -> str:
+    """What a standard-library ``script`` prints when the other user runs it."""
     done = subprocess.run(
-        [other_python(), "-I", "-S", "-c", _CLIENT, url, token or "-", str(token_file)],
+        [other_python(), "-I", "-S", "-c", script, *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         cwd="/",
         user=OTHER,
         group=OTHER,
         extra_groups=[],
         check=True,
     )
-    return json.loads(done.stdout)
+    return done.stdout
+
+
+def as_other(url: str, token: str | None, token_file: Path) -> dict:
+    """The statuses another user's client gets from the server at ``url``."""
+    return json.loads(run_as_other(_CLIENT, url, token or "-", str(token_file)))
 
 
 def test_another_user_gets_401_everywhere_but_health(vault: Path, serve_at: Served) -> None:

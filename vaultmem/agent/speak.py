@@ -57,6 +57,9 @@ class Candidate:
     fused: float | None = None  # the z-score fusion sum (None: reached over the graph)
     bm25: float | None = None  # the keyword list's raw BM25 score (None: not in it)
     lead: float | None = None  # BM25 over the note's title and opening (None: not in it)
+    # The note's text, read once for the word pairs and the block's excerpt ("" beyond
+    # the notes that can be shown, or when it cannot be read).
+    text: str = ""
 
 
 def _idf(searcher: Any, term: str, total: int) -> float:

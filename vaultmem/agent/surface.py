@@ -48,7 +48,6 @@ from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
     from vaultmem.index.lexical import LexicalIndex
-    from vaultmem.model import Hit
     from vaultmem.retrieval.query import Backends, Trace
 
 __all__ = [
@@ -234,18 +233,19 @@ def candidates(
     cover = coverages(index, text, [h.path for h in hits])
     pinned = {p for p, e in entries.items() if e.memory.get("pinned") is True}
     traces = {h.path: t for h, t in zip(result.hits, result.traces, strict=True)}
-    phrases = {h.path: shared_pairs(text, _note_text(config, h.path)) for h in hits[:SHOW_LIMIT]}
+    texts = {h.path: _note_text(config, h.path) for h in hits[:SHOW_LIMIT]}
     return [
         Candidate(
             h,
             cover[h.path].share,
             pinned=h.path in pinned,
             rarest=cover[h.path].rarest,
-            phrases=phrases.get(h.path, 0),
+            phrases=shared_pairs(text, texts[h.path]) if h.path in texts else 0,
             cosine=_listed(traces[h.path], "vec:original"),
             fused=_fused(traces[h.path]),
             bm25=_listed(traces[h.path], "bm25:original"),
             lead=_listed(traces[h.path], "bm25:lead"),
+            text=texts.get(h.path, ""),
         )
         for h in hits
     ]
@@ -284,9 +284,10 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _long_snippet(config: Config, hit: Hit) -> str:
+def _long_snippet(config: Config, found: Candidate) -> str:
     """The hit's line and what follows it, up to LONG_SNIPPET_CHARS, as one line."""
-    lines = _note_text(config, hit.path).splitlines()
+    hit = found.hit
+    lines = (found.text or _note_text(config, hit.path)).splitlines()
     start = max(hit.line, 1) - 1
     end = max(hit.line_end or 0, start + LONG_SNIPPET_LINES)
     words: list[str] = []
@@ -312,7 +313,7 @@ def _entries(config: Config, chosen: Sequence[Candidate]) -> list[tuple[dict[str
         snippet = ""
         clearly = rank == 0 or c.coverage >= best * LONG_SNIPPET_RATIO
         if rank < LONG_SNIPPET_NOTES and clearly:
-            snippet = _long_snippet(config, hit)
+            snippet = _long_snippet(config, c)
         long = {**short, "snippet": _escape(snippet)}
         out.append((long, {**short, "snippet": ""}) if snippet else ({**short, "snippet": ""},))
     return out
