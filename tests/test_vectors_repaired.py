@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -100,5 +101,23 @@ def test_the_first_request_after_embed_repaired_the_store_answers(
 
         assert "vaultmem: repaired: " in _embed_elsewhere(served)
         # The first request after the repair, and every one after it, answers as before.
-        assert _answers(http) == clean
-        assert _answers(http) == clean
+        _assert_same_answers(_answers(http), clean)
+        _assert_same_answers(_answers(http), clean)
+
+
+def _assert_same_answers(got: dict[str, Any], want: dict[str, Any]) -> None:
+    """Same statuses, same paths in the same order, and scores equal to float noise.
+
+    The rebuilt store holds freshly computed vectors: ONNX batches them differently from
+    the first embed, so a cosine can move in its fourth decimal (0.7483 against 0.7484).
+    """
+    assert got.keys() == want.keys()
+    for name, answer in want.items():
+        assert got[name][0] == 200, (name, got[name])
+        status, hits, skipped = answer
+        got_status, got_hits, got_skipped = got[name]
+        assert (got_status, got_skipped) == (status, skipped), name
+        assert [path for path, _ in got_hits] == [path for path, _ in hits], name
+        assert [score for _, score in got_hits] == pytest.approx(
+            [score for _, score in hits], abs=2e-3
+        ), name
