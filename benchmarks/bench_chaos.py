@@ -59,7 +59,8 @@ from typer.testing import CliRunner  # noqa: E402
 
 from vaultmem.cli import app  # noqa: E402
 from vaultmem.errors import LockBusy  # noqa: E402
-from vaultmem.frontmatter import OWNED_KEYS, split  # noqa: E402
+from vaultmem.frontmatter.scan import split  # noqa: E402
+from vaultmem.properties import OWNED_KEYS  # noqa: E402
 from vaultmem.vault import vault_lock  # noqa: E402
 
 OPS = ("index", "rebuild", "embed", "writeback")

@@ -66,7 +66,8 @@ def smollm2_server(n_ctx: int = 2048) -> Iterator[str]:
 def run(sample: list[dict], llm_url: str | None) -> dict[str, float]:
     from vaultmem.inference.llm import LLMClient, LLMConfig
     from vaultmem.inference.local import LocalEmbedder
-    from vaultmem.retrieval.query import Backends, QueryOptions, query
+    from vaultmem.retrieval.query import query
+    from vaultmem.retrieval.query_types import Backends, QueryOptions
     from vaultmem.retrieval.vsearch import VectorIndex
 
     config = build(make_vault("dev"), {})

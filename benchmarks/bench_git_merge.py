@@ -42,12 +42,13 @@ from common import REPO
 
 from vaultmem.config import Config, build
 from vaultmem.conflict_markers import conflict_regions
-from vaultmem.frontmatter import OWNED_KEYS, parse_meta
+from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.gitmerge.rules import RULES, Rule
 from vaultmem.memory.links import link, unlink
 from vaultmem.memory.notes import pin_notes, reinforce_notes, unpin_notes
 from vaultmem.memory.remember import remember
 from vaultmem.memory_state import as_int, parse_time
+from vaultmem.properties import OWNED_KEYS
 from vaultmem.workspace import init_vault
 
 EXAMPLE = REPO / "example-vault"

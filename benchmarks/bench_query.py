@@ -52,7 +52,8 @@ def _query_runner(
     ranking: RankingOptions | None, *, frontmatter: bool = False, vault: Path | None = None
 ) -> Callable[[str], list[str]]:
     from vaultmem.inference.local import LocalEmbedder
-    from vaultmem.retrieval.query import Backends, QueryOptions, query
+    from vaultmem.retrieval.query import query
+    from vaultmem.retrieval.query_types import Backends, QueryOptions
     from vaultmem.retrieval.vsearch import VectorIndex
 
     config = build(vault or make_vault("dev", frontmatter=frontmatter), {})
@@ -204,7 +205,8 @@ def sweep() -> None:
     """
     from vaultmem.inference.local import LocalEmbedder
     from vaultmem.retrieval.memory_rank import rank
-    from vaultmem.retrieval.query import Backends, QueryOptions, query
+    from vaultmem.retrieval.query import query
+    from vaultmem.retrieval.query_types import Backends, QueryOptions
     from vaultmem.retrieval.search import lexical_hits
     from vaultmem.retrieval.vsearch import VectorIndex
 

@@ -85,7 +85,7 @@ def open_fresh(vectors: bool) -> tuple[Path, Any, Any, Any]:
     the backends a mode searches with (keyword only, or the in-process MiniLM too)."""
     from vaultmem import config as vconfig
     from vaultmem.index.lexical import LexicalIndex
-    from vaultmem.retrieval.query import Backends
+    from vaultmem.retrieval.query_types import Backends
 
     vault = fresh_vault(vectors)
     config = vconfig.load(vault_flag=str(vault), env=_env(vectors), cwd=vault, overrides={})

@@ -32,7 +32,7 @@ from common import REPO, baseline_tree, make_vault, median
 IN_PROCESS = r"""
 import sys, time
 from pathlib import Path
-from vaultmem.frontmatter import update_note
+from vaultmem.frontmatter.files import update_note
 vault, notes = Path(sys.argv[1]), sys.argv[2:]
 start = time.perf_counter()
 for value in (None, True):

@@ -42,7 +42,7 @@ import json, sys, time
 from pathlib import Path
 from vaultmem.config import build
 from vaultmem.errors import ConflictError
-from vaultmem.frontmatter import update_note
+from vaultmem.frontmatter.files import update_note
 from vaultmem.memory.writeback import locked
 vault, note, mode, stop = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
 config = build(vault, {})

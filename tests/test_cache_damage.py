@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import Cli, run_vaultmem
 
+pytestmark = pytest.mark.slow  # damages and rebuilds real caches, killed rebuilds included
+
 QUERIES = ("redis cache failover", "python style", "deploy kubernetes helm")
 PINNED_NOW = "2026-12-01T09:00:00Z"
 

@@ -248,18 +248,18 @@ def _commands() -> list[str]:
     return sorted(get_command(app).commands)  # type: ignore[attr-defined]
 
 
-def test_every_command_has_help_and_a_readme_entry() -> None:
+def test_every_command_has_help_and_a_docs_entry() -> None:
     from typer.main import get_command
 
     from vaultmem.cli import app
 
     group = get_command(app)
-    readme = (REPO / "README.md").read_text("utf-8")
+    reference = (REPO / "docs" / "commands.md").read_text("utf-8")
     for name in _commands():
         command = group.commands[name]  # type: ignore[attr-defined]
         assert command.help and len(command.help) > 40, f"{name} has no help text"
         assert "Example:" in command.help, f"{name} help has no example"
-        assert f"### `{name}`" in readme, f"README has no entry for `{name}`"
+        assert f"### `{name}`" in reference, f"docs/commands.md has no entry for `{name}`"
 
 
 def test_one_short_word_matches_titles_by_prefix(cli: Cli) -> None:

@@ -15,9 +15,9 @@ import pytest
 from conftest import Cli
 from test_memory_notes import meta
 
-from vaultmem import scores
+from vaultmem import confidence
 from vaultmem.config import build
-from vaultmem.frontmatter import owned_problem
+from vaultmem.frontmatter.owned import owned_problem
 from vaultmem.index.manifest import Entry, get_entry
 from vaultmem.memory_state import note_memory
 from vaultmem.retrieval.memory_rank import RankingOptions, rank
@@ -51,50 +51,52 @@ def changed_lines(before: bytes, after: bytes) -> tuple[list[str], list[str]]:
 )
 def test_contradicted_lowers_by_a_quarter_to_the_floor(before: float, after: float) -> None:
     # 0.1 stays 0.1: a contradiction never raises a note that is already below the floor.
-    assert scores.contradicted(before) == after
+    assert confidence.contradicted(before) == after
 
 
 def test_confirmed_closes_a_fifth_of_the_gap() -> None:
-    assert scores.confirmed(0.5) == 0.6  # 0.5 + 0.2·0.5
-    assert scores.confirmed(0.6) == 0.68  # 0.6 + 0.2·0.4 (rounded: no 0.6799999999999999)
-    assert scores.confirmed(0.68) == 0.744  # 0.68 + 0.2·0.32
-    assert scores.confirmed(0.2) == 0.36  # 0.2 + 0.2·0.8
-    assert scores.confirmed(1.0) == 1.0
+    assert confidence.confirmed(0.5) == 0.6  # 0.5 + 0.2·0.5
+    assert confidence.confirmed(0.6) == 0.68  # 0.6 + 0.2·0.4 (rounded: no 0.6799999999999999)
+    assert confidence.confirmed(0.68) == 0.744  # 0.68 + 0.2·0.32
+    assert confidence.confirmed(0.2) == 0.36  # 0.2 + 0.2·0.8
+    assert confidence.confirmed(1.0) == 1.0
     c = 0.5
     for _ in range(200):
-        c = scores.confirmed(c)
+        c = confidence.confirmed(c)
         assert c <= 1.0
     # From the default, four confirmations to pass 0.75; one contradiction undoes ~two.
-    assert scores.confirmed(scores.confirmed(scores.confirmed(0.5))) < 0.75
-    assert scores.contradicted(0.744) == pytest.approx(0.494)
+    assert confidence.confirmed(confidence.confirmed(confidence.confirmed(0.5))) < 0.75
+    assert confidence.contradicted(0.744) == pytest.approx(0.494)
 
 
 def test_effective_confidence_by_hand() -> None:
     weeks = timedelta(weeks=1)
     # 10 weeks unconfirmed: 6 weeks past the 4-week grace, 0.2 + 0.3·0.95^6.
-    ten = scores.effective_confidence(0.5, now=NOW, created=NOW - 10 * weeks)
+    ten = confidence.effective_confidence(0.5, now=NOW, created=NOW - 10 * weeks)
     assert ten == pytest.approx(0.2 + 0.3 * 0.735091890625) == pytest.approx(0.4205276)
     # 0.9 after 14 weeks: 0.2 + 0.7·0.95^10 = 0.2 + 0.7·0.5987369 = 0.6191158
-    assert scores.effective_confidence(0.9, now=NOW, created=NOW - 14 * weeks) == pytest.approx(
+    assert confidence.effective_confidence(0.9, now=NOW, created=NOW - 14 * weeks) == pytest.approx(
         0.6191158
     )
     # A year (52 weeks, 48 past the grace): 0.2 + 0.3·0.95^48 = 0.2255773
-    year = scores.effective_confidence(0.5, now=NOW, created=NOW - 52 * weeks)
+    year = confidence.effective_confidence(0.5, now=NOW, created=NOW - 52 * weeks)
     assert year == pytest.approx(0.2255773)
     # Inside the grace nothing fades; a recent confirmation restarts the clock.
-    assert scores.effective_confidence(0.5, now=NOW, created=NOW - 4 * weeks) == 0.5
-    confirmed = scores.effective_confidence(
+    assert confidence.effective_confidence(0.5, now=NOW, created=NOW - 4 * weeks) == 0.5
+    confirmed = confidence.effective_confidence(
         0.5, now=NOW, created=NOW - 52 * weeks, last_confirmed=NOW - 3 * weeks
     )
     assert confirmed == 0.5
     # The mtime counts only without created; with no time at all the note is new.
-    assert scores.effective_confidence(0.5, now=NOW, mtime=NOW - 10 * weeks) == pytest.approx(ten)
-    assert scores.effective_confidence(
+    assert confidence.effective_confidence(0.5, now=NOW, mtime=NOW - 10 * weeks) == pytest.approx(
+        ten
+    )
+    assert confidence.effective_confidence(
         0.5, now=NOW, created=NOW - 2 * weeks, mtime=NOW - 50 * weeks
     ) == (0.5)
-    assert scores.effective_confidence(0.5, now=NOW) == 0.5
+    assert confidence.effective_confidence(0.5, now=NOW) == 0.5
     # At or below the floor nothing fades.
-    assert scores.effective_confidence(0.15, now=NOW, created=NOW - 52 * weeks) == 0.15
+    assert confidence.effective_confidence(0.15, now=NOW, created=NOW - 52 * weeks) == 0.15
 
 
 def test_last_confirmed_is_an_owned_date_and_feeds_the_view() -> None:

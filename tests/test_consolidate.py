@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
-from vaultmem.frontmatter import OWNED_KEYS
 from vaultmem.memory.consolidate import distinct_facts
 from vaultmem.note import read_note
+from vaultmem.properties import OWNED_KEYS
 
 # Three near-identical memories about one fact (3-word shingle Jaccard 0.90-0.97: merged),
 # two that share most words but add a fact (0.70: the LLM's call), one unrelated.

@@ -19,7 +19,7 @@ from tests.conftest import Cli
 from vaultmem.agent.redact import redact
 from vaultmem.agent.transcript import MAX_ENTRY_BYTES, MAX_TRANSCRIPT_BYTES
 from vaultmem.note import parse_note
-from vaultmem.scores import NOTE_TYPES
+from vaultmem.vocabulary import NOTE_TYPES
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 SESSION = DATA / "session.jsonl"
@@ -287,6 +287,7 @@ def test_a_reply_without_json_falls_back_for_that_chunk(vault: Path, cli: Cli, l
     assert report["mode"] == "rules" and len(report["memories"]) == 3
 
 
+@pytest.mark.slow  # a real llama.cpp chat endpoint
 def test_smollm2_extract_writes_only_valid_notes(
     vault: Path, smollm2_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,15 +19,11 @@ from hypothesis import strategies as st
 from vaultmem import atomic as atomic_mod
 from vaultmem.atomic import atomic_write
 from vaultmem.errors import ConflictError, NoteError
-from vaultmem.frontmatter import (
-    OWNED_KEYS,
-    WriteResult,
-    apply,
-    parse_meta,
-    render_value,
-    split,
-    update_note,
-)
+from vaultmem.frontmatter.edit import apply
+from vaultmem.frontmatter.files import WriteResult, update_note
+from vaultmem.frontmatter.render import render_value
+from vaultmem.frontmatter.scan import parse_meta, split
+from vaultmem.properties import OWNED_KEYS
 
 BOM = b"\xef\xbb\xbf"
 SETTINGS = settings(

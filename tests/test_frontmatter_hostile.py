@@ -24,21 +24,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from vaultmem.errors import NoteError, VaultmemError
-from vaultmem.frontmatter import (
-    MAX_EXPANDED_VALUES,
-    OWNED_KEYS,
-    UNDO_KEYS,
-    KeyLines,
-    ReplacedLines,
-    apply,
-    check_encoding,
-    owned_problem,
-    parse_meta,
-    split,
-)
+from vaultmem.frontmatter.edit import KeyLines, ReplacedLines, apply
+from vaultmem.frontmatter.owned import owned_problem
+from vaultmem.frontmatter.scan import MAX_EXPANDED_VALUES, check_encoding, parse_meta, split
 from vaultmem.index import manifest as mf
 from vaultmem.memory_state import note_memory
 from vaultmem.note import parse_note
+from vaultmem.properties import OWNED_KEYS, UNDO_KEYS
 
 BOM = b"\xef\xbb\xbf"
 

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import typer._click as click
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -18,17 +17,17 @@ from vaultmem.cli.params import PlainArgument, PlainOption
 TYPE_LABEL = re.compile(r"<(str|int|float|bool|path|file|dir|datetime|uuid|\w+ range|list\[.*?\])>")
 
 
-def _walk(command: Any, ctx: click.Context, path: tuple[str, ...]) -> Iterator[tuple]:
+def _walk(command: Any, ctx: Any, path: tuple[str, ...]) -> Iterator[tuple]:
     yield path, command, ctx
     for name in command.list_commands(ctx) if hasattr(command, "list_commands") else ():
         sub = command.get_command(ctx, name)
         if sub is not None:
-            yield from _walk(sub, click.Context(sub, parent=ctx, info_name=name), (*path, name))
+            yield from _walk(sub, sub.context_class(sub, parent=ctx, info_name=name), (*path, name))
 
 
 def _every_command() -> list[tuple]:
     root = get_command(app)
-    return list(_walk(root, click.Context(root, info_name="vaultmem"), ()))
+    return list(_walk(root, root.context_class(root, info_name="vaultmem"), ()))
 
 
 def test_root_help_lists_every_command_under_its_section() -> None:

@@ -37,9 +37,12 @@ from typer.testing import CliRunner
 from vaultmem.cli import _Boundary
 from vaultmem.errors import Terminated
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="finds processes through /proc"
-)
+pytestmark = [
+    pytest.mark.slow,  # kills real index and embed runs at chosen moments (a 1,500-note vault)
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="finds processes through /proc"
+    ),
+]
 
 NOTES = 1500  # above PARALLEL_MIN_NOTES: a fresh build runs in worker processes
 QUERIES = ("w17 w230", "w5", "w301 w42 w99")
@@ -532,12 +535,13 @@ def test_interrupt_does_not_wait_for_embedding_requests_in_flight(
 
 def _past_entry(err: str) -> bool:
     """Whether a traceback reaches vaultmem code beyond the import of vaultmem.entry (the
-    package's __init__ and __main__, and entry's own module code, run before main()
+    package's __init__ and __main__, and entry's and interrupts' module code, run before main()
     defers signals, as Python's own start-up does)."""
     frames = re.findall(r'File "([^"]*/vaultmem/[^"]*)", line \d+, in (\S+)', err)
     before_main = ("/vaultmem/__main__.py", "/vaultmem/__init__.py")
     return any(
-        not f.endswith(before_main) and not (f.endswith("/vaultmem/entry.py") and at == "<module>")
+        not f.endswith(before_main)
+        and not (f.endswith(("/vaultmem/entry.py", "/vaultmem/interrupts.py")) and at == "<module>")
         for f, at in frames
     )
 
@@ -568,8 +572,8 @@ def test_a_signal_during_a_deferred_import_is_raised_after_it() -> None:
     # numpy's and onnxruntime's C initialisation turn an exception raised by a signal
     # handler into "ImportError: import numpy failed" (and print a traceback); inside
     # deferred() the signal waits and is raised, as itself, when the block ends.
-    from vaultmem.entry import deferred, interruptible
     from vaultmem.errors import Terminated
+    from vaultmem.interrupts import deferred, interruptible
 
     reached_end_of_block = False
     with pytest.raises(Terminated), interruptible(), deferred():

@@ -1,83 +1,74 @@
-"""Each layer only looks down: stores know no search options, retrieval knows no write
-paths, the core API knows no front end, and no front end is imported by another layer."""
+"""Each layer only looks down, and no two modules import each other: the import-linter
+contracts in pyproject.toml hold, and an import that breaks them is caught.
+
+The contracts are the one statement of the layers (front ends over the API over features
+over retrieval over stores and models over core values); these tests run `lint-imports`
+on the package as it is, and on a copy with one wrong import planted, so a contract that
+stopped checking anything would fail here too.
+"""
 
 from __future__ import annotations
 
-import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "vaultmem"
-
-# A module under the first prefix may not import anything under the second.
-FORBIDDEN = [
-    ("vaultmem.model", "vaultmem.index"),
-    ("vaultmem.model", "vaultmem.retrieval"),
-    ("vaultmem.index", "vaultmem.retrieval"),
-    ("vaultmem.index", "vaultmem.memory"),
-    ("vaultmem.index", "vaultmem.embedding"),
-    ("vaultmem.retrieval", "vaultmem.memory."),
-    ("vaultmem.retrieval", "vaultmem.embedding"),
-    ("vaultmem.retrieval", "vaultmem.agent"),
-    ("vaultmem.memory_state", "vaultmem.memory."),
-    ("vaultmem.memory_state", "vaultmem.retrieval"),
-    ("vaultmem.api", "vaultmem.cli"),
-    ("vaultmem.api", "vaultmem.servers"),
-]
-CORE = ["vaultmem.index", "vaultmem.retrieval", "vaultmem.memory", "vaultmem.agent", "vaultmem.api"]
-FRONT_ENDS = ["vaultmem.cli", "vaultmem.servers"]
+REPO = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def _imports() -> dict[str, set[str]]:
-    found: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                names.add(node.module)
-                names.update(f"{node.module}.{a.name}" for a in node.names)
-            elif isinstance(node, ast.Import):
-                names.update(a.name for a in node.names)
-        found[module] = {n for n in names if n.startswith("vaultmem")}
-    return found
-
-
-def _under(name: str, prefix: str) -> bool:
-    return (
-        name.startswith(prefix)
-        if prefix.endswith(".")
-        else (name == prefix or name.startswith(prefix + "."))
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` over the package under ``root`` (its own pyproject.toml)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
-@pytest.mark.parametrize(("lower", "upper"), FORBIDDEN)
-def test_layer_looks_only_down(lower: str, upper: str) -> None:
-    wrong = {
-        f"{module} imports {name}"
-        for module, names in _imports().items()
-        if _under(module, lower)
-        for name in names
-        if _under(name, upper)
-    }
-    assert not wrong, sorted(wrong)
+def test_the_layer_contracts_hold() -> None:
+    done = _lint(REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Layers look down only KEPT" in done.stdout
+    assert "No import cycles KEPT" in done.stdout
 
 
-def test_no_core_module_imports_a_front_end() -> None:
-    wrong = {
-        f"{module} imports {name}"
-        for module, names in _imports().items()
-        if any(_under(module, core) for core in CORE)
-        for name in names
-        if any(_under(name, front) for front in FRONT_ENDS)
-    }
-    assert not wrong, sorted(wrong)
+def _planted(tmp_path: Path, module: str, line: str) -> Path:
+    """A copy of the package and its contracts with ``line`` appended to ``module``."""
+    shutil.copytree(
+        REPO / "vaultmem", tmp_path / "vaultmem", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    path = tmp_path / Path(*module.split(".")).with_suffix(".py")
+    path.write_text(path.read_text("utf-8") + f"\n{line}  # noqa\n", "utf-8")
+    return tmp_path
 
 
-def test_the_checker_sees_imports() -> None:
-    # The rules above pass vacuously if the walk finds nothing.
-    imports = _imports()
-    assert "vaultmem.model" in imports["vaultmem.index.lexical"]
-    assert "vaultmem.retrieval.search" in {n for n in imports["vaultmem.api"]}
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # A formula that reaches up into retrieval.
+        ("vaultmem.scores", "import vaultmem.retrieval.search", "vaultmem.scores is not allowed"),
+        # A store that knows a front end.
+        ("vaultmem.index.manifest", "import vaultmem.cli", "vaultmem.index is not allowed"),
+        # A server that uses the CLI's wording (only the forwarder may run the CLI).
+        ("vaultmem.servers.rest", "import vaultmem.cli", "vaultmem.servers is not allowed"),
+        # Two features importing each other.
+        ("vaultmem.memory.notes", "import vaultmem.agent.surface", "No import cycles BROKEN"),
+    ],
+)
+def test_a_planted_wrong_import_breaks_a_contract(
+    tmp_path: Path, module: str, line: str, broken: str
+) -> None:
+    done = _lint(_planted(tmp_path, module, line))
+    assert done.returncode != 0, done.stdout
+    assert broken in done.stdout, done.stdout

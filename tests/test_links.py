@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
-from vaultmem.frontmatter import OWNED_KEYS, parse_meta
+from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.memory.links import LINK_TYPES, PAIRED
+from vaultmem.properties import OWNED_KEYS
 
 REDIS = "decisions/Redis for caching.md"
 MEMCACHED = "decisions/Memcached for session cache.md"

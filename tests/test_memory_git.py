@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE_VAULT, Cli
 
-from vaultmem.frontmatter import OWNED_KEYS
+from vaultmem.properties import OWNED_KEYS
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",

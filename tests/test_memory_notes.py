@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_VAULT, Cli
 
-from vaultmem.frontmatter import parse_meta
+from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.memory.remember import NEAR_DUPLICATE, content_key, shingle_similarity, slugify
 from vaultmem.scores import to_utc
 

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE_VAULT, Cli
 
-from vaultmem.frontmatter import OWNED_KEYS, UNDO_KEYS, parse_meta
+from vaultmem.confidence import confirmed
+from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.gitmerge.driver import merge_note
 from vaultmem.gitmerge.rules import RULES, Rule, merge_owned
-from vaultmem.scores import confirmed
+from vaultmem.properties import OWNED_KEYS, UNDO_KEYS
 
 NOTE = "decisions/Redis for caching.md"
 OTHER = "decisions/Memcached for session cache.md"

@@ -22,7 +22,7 @@ import pytest
 from conftest import Cli
 
 from vaultmem.config import build
-from vaultmem.frontmatter import parse_meta
+from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.indexer import index_vault
 from vaultmem.memory.writeback import edit_notes
 from vaultmem.memory_state import as_float, as_int

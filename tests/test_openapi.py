@@ -21,6 +21,8 @@ import pytest
 
 from tests.local_server import free_port, running
 
+pytestmark = pytest.mark.slow  # fuzzes the REST API from its schema (schemathesis)
+
 TOKEN = "openapi-test-token-0123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 CONFIG = Path(__file__).parent / "data" / "schemathesis.toml"

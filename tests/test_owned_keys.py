@@ -12,7 +12,7 @@ from conftest import Cli
 
 from vaultmem.config import build
 from vaultmem.errors import ConfigError
-from vaultmem.frontmatter import parse_meta
+from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.index import manifest as mf
 from vaultmem.memory_state import note_memory
 from vaultmem.note import parse_note

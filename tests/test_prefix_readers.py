@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import Cli
 
-from vaultmem.frontmatter import parse_meta
+from vaultmem.frontmatter.scan import parse_meta
 
 KUBE = "projects/Kubernetes migration.md"
 HELM = "decisions/Helm charts over Kustomize.md"

@@ -10,7 +10,8 @@ from typing import Any
 
 from conftest import Cli
 
-from vaultmem.frontmatter import parse_meta, render_value, split
+from vaultmem.frontmatter.render import render_value
+from vaultmem.frontmatter.scan import parse_meta, split
 from vaultmem.properties import OWNED_KEYS, PROPERTY_TYPES, PropType, coerce
 
 STAGING = (

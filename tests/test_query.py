@@ -398,7 +398,7 @@ def test_a_vault_template_overrides_the_packaged_prompt(
 
 def test_parse_expansion_tolerates_what_models_write() -> None:
     from vaultmem.inference.llm import JSONReplyError
-    from vaultmem.retrieval.query import MAX_VARIANTS, parse_expansion
+    from vaultmem.retrieval.expansion import MAX_VARIANTS, parse_expansion
 
     reply = (
         "<think>let me see</think>Here you go:\n```json\n"
@@ -421,7 +421,8 @@ def ranks(embedded_example: Path) -> dict[str, dict[str, int | None]]:
     """mode → qid → rank of the expected note in the top 10 (None: missed), no LLM."""
     from vaultmem.index.lexical import LexicalIndex
     from vaultmem.inference.local import LocalEmbedder
-    from vaultmem.retrieval.query import Backends, QueryOptions, query
+    from vaultmem.retrieval.query import query
+    from vaultmem.retrieval.query_types import Backends, QueryOptions
     from vaultmem.retrieval.search import search
     from vaultmem.retrieval.vsearch import vsearch
 
@@ -597,7 +598,7 @@ def test_the_lead_keyword_list_reads_title_and_opening_only(
 
 
 def test_opening_keeps_whole_words() -> None:
-    from vaultmem.index.lexical import opening
+    from vaultmem.index.lexical_schema import opening
 
     assert opening("short body", 100) == "short body"
     assert opening("alpha beta gamma", 8) == "alpha"  # "alpha be" would split "beta"
@@ -652,7 +653,8 @@ def test_the_note_lead_list_ranks_notes_by_their_first_fragment(embedded_example
 def test_query_fuses_the_four_lists_and_degrades_to_keywords(embedded_example: Path) -> None:
     from vaultmem.index.lexical import LexicalIndex
     from vaultmem.inference.local import LocalEmbedder
-    from vaultmem.retrieval.query import Backends, QueryOptions, query
+    from vaultmem.retrieval.query import query
+    from vaultmem.retrieval.query_types import Backends, QueryOptions
 
     config = build(embedded_example, {})
     index = LexicalIndex.open(config.cache_dir)

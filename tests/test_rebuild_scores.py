@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
+pytestmark = pytest.mark.slow  # rebuilds the indexes and compares every score
+
 QUERIES = (
     "deploy process",
     "redis cache",

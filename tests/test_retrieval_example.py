@@ -65,7 +65,8 @@ def query_mrr(embedded_example: Path) -> dict[str, float]:
     from vaultmem.index.lexical import LexicalIndex
     from vaultmem.inference.local import LocalEmbedder
     from vaultmem.retrieval.memory_rank import RankingOptions
-    from vaultmem.retrieval.query import Backends, QueryOptions, query
+    from vaultmem.retrieval.query import query
+    from vaultmem.retrieval.query_types import Backends, QueryOptions
 
     config = build(embedded_example, {})
     index = LexicalIndex.open(config.cache_dir)

@@ -24,7 +24,8 @@ from conftest import run_vaultmem
 from race_scripts import APPENDER, HELM, SAVER
 
 from vaultmem.errors import ConflictError, VaultmemError
-from vaultmem.frontmatter import parse_meta, update_note
+from vaultmem.frontmatter.files import update_note
+from vaultmem.frontmatter.scan import parse_meta
 
 REPO = Path(__file__).resolve().parent.parent
 

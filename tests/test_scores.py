@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vaultmem import quality as ql
 from vaultmem import scores as sc
+from vaultmem import vocabulary
 from vaultmem.scores import MemoryState, memory_state
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -350,8 +352,8 @@ def test_default_half_life_by_type() -> None:
     assert sc.default_half_life("Decision") is None
     assert sc.default_half_life("tweet") == timedelta(days=60)  # unknown → note's
     assert sc.default_half_life(None) == timedelta(days=60)
-    assert set(sc.NOTE_TYPES) == set(table)
-    assert {"decision", "hub", "antipattern", "preference"} == sc.DURABLE_TYPES
+    assert set(vocabulary.NOTE_TYPES) == set(table)
+    assert {"decision", "hub", "antipattern", "preference"} == vocabulary.DURABLE_TYPES
 
 
 def test_memory_state_explicit_half_life_beats_type() -> None:
@@ -369,11 +371,11 @@ def test_memory_state_explicit_half_life_beats_type() -> None:
 
 def test_quality_plain_text_length_only() -> None:
     body = "lorem ipsum " * 70  # ≥ 800 chars, no structure, no signal words, no meta
-    q = sc.quality_breakdown(body)
+    q = ql.quality_breakdown(body)
     assert (q.length, q.structure, q.signal, q.frontmatter) == (1.0, 0.0, 0.0, 0.0)
     assert q.score == pytest.approx(0.30)
-    assert sc.quality("") == 0.0
-    assert sc.quality("lorem ipsum " * 33) == pytest.approx(0.30 * 395 / 800)
+    assert ql.quality("") == 0.0
+    assert ql.quality("lorem ipsum " * 33) == pytest.approx(0.30 * 395 / 800)
 
 
 def test_quality_rich_note_scores_high() -> None:
@@ -383,25 +385,25 @@ def test_quality_rich_note_scores_high() -> None:
         "- build\n- tag\n- publish\n" + "details " * 100
     )
     meta = {"title": "Release", "tags": ["ops"], "type": "decision", "related": ["[[CI]]"]}
-    q = sc.quality_breakdown(body, meta)
+    q = ql.quality_breakdown(body, meta)
     assert q.structure == 1.0 and q.signal == 1.0 and q.frontmatter == 1.0
     assert q.length == 1.0 and q.score == pytest.approx(1.0)
 
 
 def test_quality_ignores_headings_in_code_fences() -> None:
     body = "```\n# not a heading\n- not an item\n```\n# real heading\n"
-    q = sc.quality_breakdown(body)
+    q = ql.quality_breakdown(body)
     assert q.structure == pytest.approx(0.25)  # one heading of two, no list items
 
 
 def test_quality_long_notes_taper() -> None:
-    assert sc.quality_breakdown("x" * 16000).length == pytest.approx(0.75)
-    assert sc.quality_breakdown("x" * 64000).length == 0.5
+    assert ql.quality_breakdown("x" * 16000).length == pytest.approx(0.75)
+    assert ql.quality_breakdown("x" * 64000).length == 0.5
 
 
 def test_quality_empty_meta_values_do_not_count() -> None:
     meta: dict[str, object] = {"title": "", "tags": [], "aliases": None, "type": "note"}
-    assert sc.quality_breakdown("x", meta).frontmatter == pytest.approx(0.25)
+    assert ql.quality_breakdown("x", meta).frontmatter == pytest.approx(0.25)
 
 
 @given(
@@ -411,7 +413,7 @@ def test_quality_empty_meta_values_do_not_count() -> None:
     ),
 )
 def test_quality_in_unit_interval(body: str, meta: dict[str, str | None]) -> None:
-    assert 0.0 <= sc.quality(body, meta) <= 1.0
+    assert 0.0 <= ql.quality(body, meta) <= 1.0
 
 
 # --- properties ------------------------------------------------------------------------

@@ -18,6 +18,8 @@ import pytest
 from tests import test_warm
 from tests.test_warm import Served, indexed, vm
 
+pytestmark = pytest.mark.slow  # real `serve` processes started and stopped
+
 serve_at = test_warm.serve_at  # the fixture
 
 ADVERT = Path(".vaultmem") / "server.json"

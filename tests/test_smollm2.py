@@ -13,7 +13,9 @@ from tests.llama_server import MODEL
 from vaultmem.config import build
 from vaultmem.inference.llm import LLMClient, LLMConfig
 from vaultmem.retrieval import fusion
-from vaultmem.retrieval.query import EXPANSION_SCHEMA, expand
+from vaultmem.retrieval.expansion import EXPANSION_SCHEMA, expand
+
+pytestmark = pytest.mark.slow  # a real llama.cpp chat endpoint (SmolLM2)
 
 
 @pytest.fixture

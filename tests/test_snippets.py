@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaultmem.index.lexical import query_terms
+from vaultmem.index.analysis import query_terms
 from vaultmem.retrieval.search import SnippetCache, note_snippet
 from vaultmem.retrieval.snippets import LineMap, best_line
 

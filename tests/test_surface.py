@@ -10,7 +10,8 @@ import pytest
 
 from tests.conftest import Cli
 from vaultmem import config as vconfig
-from vaultmem.agent.surface import gate, log_path, session_brief
+from vaultmem.agent.surface import gate, session_brief
+from vaultmem.surface_log import log_path
 
 REDIS = "why did we move sessions to Redis?"
 NOW = "2026-11-20T10:00:00Z"

@@ -14,10 +14,10 @@ import pytest
 from conftest import Cli
 
 from vaultmem.config import build
-from vaultmem.frontmatter import parse_meta, split
+from vaultmem.frontmatter.scan import parse_meta, split
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import index_vault
-from vaultmem.memory import sweeps
+from vaultmem.memory import promotion, sweeps
 from vaultmem.scores import decay_value, review_priority
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -230,7 +230,7 @@ def test_promote_rule_needs_a_use_and_a_day_unless_used_five_times(empty: Path) 
     )
     config = build(empty, {})
 
-    report = sweeps.promote(config, NOW, dry_run=True)
+    report = promotion.promote(config, NOW, dry_run=True)
 
     by_path = {p.path: p for p in report.promoted}
     assert sorted(by_path) == ["inbox/day-old-used.md", "inbox/five-uses-today.md"]
@@ -240,7 +240,7 @@ def test_promote_rule_needs_a_use_and_a_day_unless_used_five_times(empty: Path) 
     )
     assert by_path["inbox/five-uses-today.md"].target == "memory/five-uses-today.md"
     # A lower minimum age is the caller's choice.
-    quick = sweeps.promote(config, NOW, dry_run=True, min_age=timedelta(0))
+    quick = promotion.promote(config, NOW, dry_run=True, min_age=timedelta(0))
     assert "inbox/fresh-touched.md" in {p.path for p in quick.promoted}
     assert "inbox/fresh.md" not in {p.path for p in quick.promoted}
 
@@ -282,7 +282,7 @@ def test_promote_keeps_relative_markdown_links_working(empty: Path) -> None:
         half_life="3d",
     )
 
-    report = sweeps.promote(build(empty, {}), NOW)
+    report = promotion.promote(build(empty, {}), NOW)
 
     assert [(p.path, p.target) for p in report.promoted] == [
         ("inbox/sub/Alarm.md", "memory/sub/Alarm.md")

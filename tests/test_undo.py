@@ -17,15 +17,10 @@ from conftest import EXAMPLE_VAULT, Cli, run_vaultmem
 
 from vaultmem import api
 from vaultmem.config import build
-from vaultmem.frontmatter import (
-    UNDO_KEYS,
-    KeyLines,
-    ReplacedLines,
-    apply,
-    owned_problem,
-    parse_meta,
-    saved_lines_problem,
-)
+from vaultmem.frontmatter.edit import KeyLines, ReplacedLines, apply
+from vaultmem.frontmatter.owned import owned_problem, saved_lines_problem
+from vaultmem.frontmatter.scan import parse_meta
+from vaultmem.properties import UNDO_KEYS
 
 NOW = datetime(2026, 12, 1, 15, 47, tzinfo=UTC)
 MEMCACHED = "decisions/Memcached for session cache.md"  # status: superseded

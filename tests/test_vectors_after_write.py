@@ -35,6 +35,8 @@ from vaultmem.index.records import coverage, note_fragments
 from vaultmem.model import Hit, SearchRequest
 from vaultmem.note import parse_note
 
+pytestmark = pytest.mark.slow  # real servers over embedded vaults, written to
+
 MODEL = "model-a"
 NOTE = "decisions/Redis for caching.md"
 OTHER = "reference/Useful kubectl commands.md"  # no frontmatter yet

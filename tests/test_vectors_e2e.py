@@ -39,6 +39,8 @@ from vaultmem.index.records import fragment_map, note_fragments, read_record, re
 from vaultmem.index.vectors import ChromaConfig, VectorStore
 from vaultmem.note import parse_note
 
+pytestmark = pytest.mark.slow  # end-to-end vector runs against real local endpoints
+
 # A distinctive key: it must reach the server and never any output.
 API_KEY = "sk-e2e-Zq7rT3vK9xW2pL5mN8bC4dF6gH1jS0aY"
 MAX_CHARS = 2000  # the endpoint embedder's default max_chars: the fragment size
@@ -69,7 +71,7 @@ class NoBackoff(real):
     backoff_base: float = 0.0
     backoff_max: float = 0.0
 remote.EndpointConfig = NoBackoff
-from vaultmem.cli import main
+from vaultmem.entry import main
 main()
 """
 

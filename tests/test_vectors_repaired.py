@@ -21,6 +21,8 @@ import httpx
 import pytest
 from test_rest import TOKEN, Server
 
+pytestmark = pytest.mark.slow  # a real server whose vector store is damaged and rebuilt
+
 SEMANTIC = {"query": "why did we move sessions to redis", "mode": "semantic", "limit": 5}
 HYBRID = {**SEMANTIC, "mode": "hybrid"}
 SIMILAR = {"name": "Redis for caching", "limit": 5}

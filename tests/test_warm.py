@@ -24,6 +24,8 @@ import pytest
 
 from vaultmem.client import ANSWER_S, command_of
 
+pytestmark = pytest.mark.slow  # real `serve` processes and the warm path
+
 Served = Callable[..., dict]
 PINNED_NOW = "2026-12-01T09:00:00Z"
 

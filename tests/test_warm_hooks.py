@@ -16,6 +16,8 @@ import pytest
 from tests.test_hooks import claude_output, payload, run_hook
 from tests.test_warm import forwarded, indexed, vm
 
+pytestmark = pytest.mark.slow  # hooks through a real `serve`
+
 WAIT_S = 60.0
 
 

@@ -22,6 +22,8 @@ from conftest import run_vaultmem
 from vaultmem.config import build
 from vaultmem.vault import vault_lock
 
+pytestmark = pytest.mark.slow  # a real `watch` process following edits
+
 Batch = dict[str, Any]
 
 

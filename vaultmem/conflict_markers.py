@@ -7,7 +7,7 @@ space and a label. Lines inside a fenced code block (````` or ``~~~``) are not m
 note about git may show a conflict as an example. A ``=======`` line alone is a markdown
 heading underline, so only a whole region counts.
 
-Every reader and writer refuses such a note through :func:`vaultmem.frontmatter.parse_meta`
+Every reader and writer refuses such a note through :func:`vaultmem.frontmatter.scan.parse_meta`
 (so `index`, `touch` and `get` say the same thing), and `doctor` names the command that
 settles it.
 """

@@ -6,6 +6,9 @@ code (``exit_code``); nothing else in the package prints or exits.
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class VaultmemError(Exception):
     """Base of every error vaultmem reports to a user as one line."""
@@ -75,3 +78,17 @@ class Terminated(KeyboardInterrupt):
 
     Not a VaultmemError: it ends the command as an interruption (exit 143), not an error.
     """
+
+
+def os_error_line(exc: OSError) -> str:
+    """``cannot write PATH: Permission denied``: what failed, where, and why, in one line.
+
+    The one wording of a failed file operation, for every front end (the CLI's backstop,
+    MCP's and REST's error answers).
+    """
+    path = exc.filename2 or exc.filename
+    why = exc.strerror or str(exc)
+    if path is None:
+        return why
+    writing = exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+    return f"cannot write {os.fsdecode(path)}: {why}" if writing else f"{os.fsdecode(path)}: {why}"

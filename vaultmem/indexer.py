@@ -31,7 +31,8 @@ from vaultmem.errors import IndexStateError, NoteError, VaultmemError, VaultmemW
 from vaultmem.index import lexical
 from vaultmem.index import manifest as mf
 from vaultmem.index.graph import LinkGraph
-from vaultmem.index.lexical import SCHEMA_VERSION, LexicalIndex
+from vaultmem.index.lexical import LexicalIndex
+from vaultmem.index.lexical_schema import SCHEMA_VERSION
 from vaultmem.index.records import FragmentRelink
 from vaultmem.note import Note, content_hash, parse_note
 from vaultmem.properties import BARE, KeyScheme

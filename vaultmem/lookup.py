@@ -7,7 +7,7 @@ from typing import Any
 
 from vaultmem.config import Config
 from vaultmem.errors import NoteNotFound, VaultmemError
-from vaultmem.frontmatter import check_encoding
+from vaultmem.frontmatter.scan import check_encoding
 from vaultmem.index import manifest as mf
 from vaultmem.model import check_text
 from vaultmem.note import Note, iso, parse_note, read_raw

@@ -2,7 +2,7 @@
 
 The index records vaultmem's own frontmatter keys per note (``Entry.memory``), so ranking,
 `review`, `promote` and `gc` see every note's state from one JSON file. Values written by
-hand may be malformed: a value :func:`vaultmem.frontmatter.owned_problem` rejects counts
+hand may be malformed: a value :func:`vaultmem.frontmatter.owned.owned_problem` rejects counts
 as absent (and the note reports it), because one odd note must not stop a sweep over the
 vault.
 """
@@ -15,21 +15,16 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from vaultmem.frontmatter import iso_time, owned_problem
+from vaultmem.confidence import effective_confidence
+from vaultmem.frontmatter.owned import iso_time, owned_problem
 from vaultmem.index import manifest as mf
-from vaultmem.scores import (
-    MemoryState,
-    default_half_life,
-    effective_confidence,
-    parse_half_life,
-    to_utc,
-)
+from vaultmem.note import link_targets
+from vaultmem.scores import MemoryState, default_half_life, parse_half_life, to_utc
 
 __all__ = [
     "NoteMemory",
     "as_float",
     "as_int",
-    "link_targets",
     "note_memory",
     "parse_time",
     "stored_confidence",
@@ -65,7 +60,7 @@ class NoteMemory:
 
     def effective_confidence(self, now: datetime) -> float:
         """The confidence ranking uses at ``now``: the stored value, faded while nobody
-        confirms it (:func:`vaultmem.scores.effective_confidence`)."""
+        confirms it (:func:`vaultmem.confidence.effective_confidence`)."""
         return effective_confidence(
             self.confidence,
             now=now,
@@ -123,22 +118,6 @@ def stored_confidence(memory: Mapping[Any, Any]) -> float:
     if owned_problem("confidence", value) is not None:
         return DEFAULT_CONFIDENCE
     return min(1.0, max(0.0, as_float(value, DEFAULT_CONFIDENCE)))
-
-
-def link_targets(value: Any) -> tuple[str, ...]:
-    """The targets of a typed-link value: ``"[[A]]"``, ``["[[A|alias]]", "B"]`` → A, B."""
-    items = value if isinstance(value, list | tuple) else [value]
-    out = []
-    for item in items:
-        if not isinstance(item, str):
-            continue
-        text = item.strip()
-        if text.startswith("[[") and text.endswith("]]"):
-            text = text[2:-2]
-        text = text.split("|", 1)[0].split("#", 1)[0].strip()
-        if text:
-            out.append(text)
-    return tuple(out)
 
 
 def _half_life(memory: Mapping[str, Any], note_type: str) -> Any:

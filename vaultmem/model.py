@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 
 from vaultmem.errors import RequestError
+from vaultmem.vocabulary import NOTE_TYPES
 
 # Notes in these states never appear in results unless asked for by --status.
 HIDDEN_STATUSES = ("forgotten", "archived")
@@ -122,19 +123,6 @@ class Hit:
         }
 
 
-# The closed vocabulary of typed links (frontmatter keys holding "[[Note]]" lists), in
-# the order of vaultmem's owned keys.
-LINK_TYPES: tuple[str, ...] = (
-    "supersedes",
-    "superseded_by",
-    "related",
-    "refines",
-    "duplicate_of",
-    "caused_by",
-    "contradicts",
-    "promoted_from",
-)
-
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
 # `query`'s intent routes (vaultmem.retrieval.routing); None: detected from the question.
 ROUTES = ("why", "when", "entity", "what")
@@ -225,7 +213,6 @@ class RememberRequest:
     supersedes: str | None = None
 
     def __post_init__(self) -> None:
-        from vaultmem.scores import NOTE_TYPES
 
         for name in ("text", "title", "type", "folder", "supersedes"):
             check_text(getattr(self, name), name)

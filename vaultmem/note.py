@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property
@@ -12,9 +12,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vaultmem.errors import NoteError
-from vaultmem.frontmatter import duplicate_keys, owned_problem, owned_warnings, parse_meta
+from vaultmem.frontmatter.layout import duplicate_keys
+from vaultmem.frontmatter.owned import owned_problem, owned_warnings
+from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.markdown import Heading, WikiLink, normalise_tag, outline
 from vaultmem.properties import BARE, KeyScheme
+from vaultmem.vocabulary import LINK_TYPES
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,8 @@ class Note:
 
     @cached_property
     def quality(self) -> float:
-        """ClawMem's quality score of the note (see :func:`vaultmem.scores.quality`)."""
-        from vaultmem.scores import quality
+        """ClawMem's quality score of the note (see :func:`vaultmem.quality.quality`)."""
+        from vaultmem.quality import quality
 
         # vaultmem's own values under their own names, whatever the prefix: the score reads
         # `type`, `created`, `confidence` and the link keys.
@@ -148,7 +151,7 @@ def parse_note(
     keys: KeyScheme = BARE,
 ) -> Note:
     """Parse a note's bytes. Raises NoteError (naming ``path`` and the line) when it can't:
-    a note that is not UTF-8 (:func:`vaultmem.frontmatter.check_encoding`), malformed or
+    a note that is not UTF-8 (:func:`vaultmem.frontmatter.scan.check_encoding`), malformed or
     hostile frontmatter. Invalid owned values do not fail the note: they are listed in
     ``Note.warnings``. ``keys`` names vaultmem's keys in the note (``Config.keys``).
 
@@ -199,3 +202,32 @@ def read_note(root: Path, path: str, keys: KeyScheme = BARE) -> Note:
     """Read and parse the note at vault-relative ``path`` under ``root``."""
     raw, st = read_raw(root, path)
     return parse_note(path, raw, mtime_ns=st.st_mtime_ns, size=st.st_size, keys=keys)
+
+
+WIKILINK = "wikilink"  # the type of a body [[link]] (or ![[embed]])
+
+
+def link_targets(value: Any) -> tuple[str, ...]:
+    """The targets of a typed-link value: ``"[[A]]"``, ``["[[A|alias]]", "B"]`` → A, B."""
+    items = value if isinstance(value, list | tuple) else [value]
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        text = item.strip()
+        if text.startswith("[[") and text.endswith("]]"):
+            text = text[2:-2]
+        text = text.split("|", 1)[0].split("#", 1)[0].strip()
+        if text:
+            out.append(text)
+    return tuple(out)
+
+
+def link_texts(meta: Mapping[Any, Any], links: Iterable[WikiLink]) -> tuple[tuple[str, str], ...]:
+    """A note's links as written, ``(type, target)``: typed keys first, then body links.
+
+    Targets carry no ``#heading`` or ``|alias``; what `index` stores for the graph.
+    """
+    typed = [(t, x) for t in LINK_TYPES if t in meta for x in link_targets(meta[t])]
+    body = [(WIKILINK, link.target) for link in links if link.target.strip()]
+    return tuple(dict.fromkeys(typed + body))

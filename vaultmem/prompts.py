@@ -187,9 +187,9 @@ def _failed(where: str, exc: Exception) -> TemplateError:
 def frontmatter_yaml(meta: Mapping[str, Any]) -> str:
     """The YAML lines of a new note's frontmatter (without the ``---`` fences), in the
     order given; each line ends in a newline. Written by the serializer every edit uses
-    (:func:`vaultmem.frontmatter.render_value`), so a new note and an edited one have one
+    (:func:`vaultmem.frontmatter.render.render_value`), so a new note and an edited one have one
     style: ``"[[x]]"`` double-quoted, list items indented two spaces, UTC datetimes."""
-    from vaultmem.frontmatter import render_value
+    from vaultmem.frontmatter.render import render_value
 
     return "".join(render_value(str(key), value) for key, value in meta.items())
 

@@ -25,8 +25,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from vaultmem.model import LINK_TYPES
-from vaultmem.scores import NOTE_TYPES, to_utc
+from vaultmem.scores import to_utc
+from vaultmem.vocabulary import LINK_TYPES, NOTE_TYPES
 
 __all__ = [
     "BARE",
@@ -54,7 +54,7 @@ class PropType(Enum):
 
 
 # The key that keeps, for an undo, the lines a lifecycle command replaced in each of these
-# keys (see vaultmem.frontmatter.ReplacedLines).
+# keys (see vaultmem.frontmatter.edit.ReplacedLines).
 UNDO_KEYS: dict[str, str] = {
     "pinned": "pinned_before",
     "snoozed_until": "snoozed_until_before",

@@ -23,72 +23,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
-from vaultmem.model import LINK_TYPES
-
-__all__ = [
-    "BETA",
-    "CONFIDENCE_FLOOR",
-    "CONFIDENCE_GRACE",
-    "CONFIDENCE_WEEKLY_DECAY",
-    "CONFIRM_STEP",
-    "CONTRADICTION_STEP",
-    "CROSS_DOMAIN_BOOST",
-    "CROSS_DOMAIN_JACCARD",
-    "DANGER_ZONE",
-    "DEFAULT_TYPE",
-    "DURABLE_TYPES",
-    "FORGET_THRESHOLD",
-    "MAX_HALF_LIFE_STRETCH",
-    "MAX_STRENGTH",
-    "MIN_STRENGTH",
-    "NOTE_TYPES",
-    "PROMOTE_THRESHOLD",
-    "PROMOTE_USE_COUNT",
-    "PROMOTE_WINDOW",
-    "PRIOR_WEIGHT",
-    "RECENCY_QUERY_WEIGHT",
-    "VERSION_COVERAGE",
-    "VERSION_TAG_OVERLAP",
-    "VERSION_TERM_OVERLAP",
-    "MemoryState",
-    "Quality",
-    "Reinforcement",
-    "asks_for_recency",
-    "clamp_strength",
-    "confirmed",
-    "contradicted",
-    "cross_domain_strength",
-    "decay_score",
-    "decay_value",
-    "default_half_life",
-    "effective_confidence",
-    "effective_half_life",
-    "elapsed",
-    "format_half_life",
-    "is_cross_domain",
-    "is_durable",
-    "jaccard",
-    "memory_prior",
-    "memory_state",
-    "normalize_tags",
-    "parse_half_life",
-    "promotion_reason",
-    "quality",
-    "quality_breakdown",
-    "ranked_score",
-    "recency",
-    "recency_value",
-    "reinforce",
-    "restates",
-    "review_priority",
-    "same_subject_tags",
-    "should_forget",
-    "should_promote",
-    "tagged_apart",
-    "to_utc",
-]
+from vaultmem.vocabulary import DEFAULT_HALF_LIVES, DEFAULT_TYPE, DURABLE_TYPES
 
 # --- constants (SPEC §4, §5) ---------------------------------------------------------
 
@@ -103,24 +39,6 @@ CROSS_DOMAIN_JACCARD = 0.3  # below this tag overlap a use counts as cross-domai
 CROSS_DOMAIN_BOOST = 0.1
 MIN_STRENGTH = 1.0
 MAX_STRENGTH = 2.0
-
-DEFAULT_TYPE = "note"
-_DEFAULT_HALF_LIVES: dict[str, timedelta | None] = {
-    "decision": None,
-    "hub": None,
-    "antipattern": None,
-    "preference": None,
-    "project": timedelta(days=120),
-    "research": timedelta(days=90),
-    "note": timedelta(days=60),
-    "progress": timedelta(days=45),
-    "handoff": timedelta(days=30),
-    "observation": timedelta(days=14),
-}
-NOTE_TYPES: tuple[str, ...] = tuple(_DEFAULT_HALF_LIVES)
-# Durable = never-decaying by type; such notes are never garbage-collected, whatever
-# half-life their frontmatter happens to carry (e.g. a short-term one from `remember`).
-DURABLE_TYPES: frozenset[str] = frozenset(t for t, h in _DEFAULT_HALF_LIVES.items() if h is None)
 
 
 # --- time ----------------------------------------------------------------------------
@@ -258,7 +176,7 @@ def default_half_life(note_type: str | None) -> timedelta | None:
     (a typo in ``type:`` must not make a note immortal).
     """
     key = (note_type or DEFAULT_TYPE).strip().lower()
-    return _DEFAULT_HALF_LIVES.get(key, _DEFAULT_HALF_LIVES[DEFAULT_TYPE])
+    return DEFAULT_HALF_LIVES.get(key, DEFAULT_HALF_LIVES[DEFAULT_TYPE])
 
 
 def is_durable(note_type: str | None) -> bool:
@@ -291,7 +209,7 @@ class MemoryState:
     """
 
     type: str = DEFAULT_TYPE
-    half_life: timedelta | None = _DEFAULT_HALF_LIVES[DEFAULT_TYPE]
+    half_life: timedelta | None = DEFAULT_HALF_LIVES[DEFAULT_TYPE]
     use_count: int = 0
     strength: float = 1.0
     pinned: bool = False
@@ -585,200 +503,6 @@ def reinforce(
         last_review=at,
         cross_domain=cross,
     )
-
-
-# --- confidence ------------------------------------------------------------------------
-
-# A contradiction costs a quarter of the scale, and trust never falls below the floor
-# from it or from age: a contradicted memory is doubtful, not known to be false (that is
-# what `superseded` and `forget` say), so it stays findable.
-CONTRADICTION_STEP = 0.25
-CONFIDENCE_FLOOR = 0.2
-# A confirmation closes a fifth of the gap to 1: from the default 0.5 it takes four
-# confirmations to pass 0.75, and one contradiction undoes about two of them.
-CONFIRM_STEP = 0.2
-# Unconfirmed trust keeps its value for four weeks, then loses 5% a week of what it has
-# above the floor: the excess halves in about 13.5 weeks, a quarter of a year.
-CONFIDENCE_GRACE = timedelta(weeks=4)
-CONFIDENCE_WEEKLY_DECAY = 0.05
-# Written back rounded, so 0.6 + 0.2·0.4 lands in git as 0.68, not 0.6799999999999999.
-_CONFIDENCE_DIGITS = 6
-
-
-def _unit(value: float) -> float:
-    return 0.0 if math.isnan(value) else min(1.0, max(0.0, value))
-
-
-def contradicted(confidence: float, *, step: float = CONTRADICTION_STEP) -> float:
-    """Confidence after a contradiction: ``max(0.2, c − 0.25)``, never raised.
-
-    0.5 → 0.25, 0.3 → 0.2 (the floor), and a value already below the floor (set by hand)
-    stays where it is: a contradiction never makes a note more trusted.
-    """
-    c = _unit(confidence)
-    return round(min(c, max(CONFIDENCE_FLOOR, c - step)), _CONFIDENCE_DIGITS)
-
-
-def confirmed(confidence: float, *, step: float = CONFIRM_STEP) -> float:
-    """Confidence after a confirmation: ``c + 0.2·(1 − c)``, bounded by 1.
-
-    0.5 → 0.6 → 0.68 → 0.744; 0.2 → 0.36. Why a fraction of the gap and not a fixed
-    amount: each confirmation counts for less as trust grows, so 1 is approached but
-    never reached by confirmations alone; and why 0.2: a contradiction (−0.25) should
-    outweigh a confirmation, because agents tend to confirm what they have just read.
-    """
-    c = _unit(confidence)
-    return round(min(1.0, c + step * (1.0 - c)), _CONFIDENCE_DIGITS)
-
-
-def effective_confidence(
-    confidence: float,
-    *,
-    now: datetime,
-    last_confirmed: datetime | None = None,
-    created: datetime | None = None,
-    mtime: datetime | None = None,
-    grace: timedelta = CONFIDENCE_GRACE,
-    weekly_decay: float = CONFIDENCE_WEEKLY_DECAY,
-) -> float:
-    """Confidence as ranking sees it at ``now``: unconfirmed trust fades, slowly.
-
-    ``c_eff = 0.2 + (c − 0.2) · 0.95^w`` with ``w`` the weeks since the note was last
-    confirmed beyond a grace of four weeks (``w = max(0, weeks − 4)``); ``c`` unchanged
-    when it is at or below the floor 0.2. Last confirmed: ``last_confirmed``, else
-    ``created``, else ``mtime`` (the spec's "created: first seen"); with none of them the
-    note counts as just seen. After 10 weeks unconfirmed, 0.5 reads as
-    ``0.2 + 0.3·0.95^6 = 0.4205``; after a year (48 weeks past the grace) 0.2256.
-
-    Why this rate: a month is the life of a short-term memory (promotion looks at 14
-    days, `remember`'s half-life is days), so nothing fades before a note could have been
-    confirmed; after that the excess halves in ~13.5 weeks, so facts about versions,
-    owners and plans — what goes stale in a quarter — lose half their extra trust in a
-    quarter and most of it in a year, while a memory still never reads as worse than a
-    contradicted one. Computed at read time: nothing is written, and a confirmation
-    (which sets ``last_confirmed``) restarts the clock.
-    """
-    c = _unit(confidence)
-    if c <= CONFIDENCE_FLOOR:
-        return c
-    # Since the later of the two (elapsed takes the latest anchor); the file's mtime only
-    # for a note with neither, as it is reset by every write.
-    age = elapsed(now, last_used=last_confirmed, created=created)
-    if last_confirmed is None and created is None:
-        age = elapsed(now, mtime=mtime)
-    weeks = max(age - grace, timedelta(0)) / timedelta(weeks=1)
-    return CONFIDENCE_FLOOR + (c - CONFIDENCE_FLOOR) * (1.0 - weekly_decay) ** weeks
-
-
-# --- quality ---------------------------------------------------------------------------
-
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HEADING_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
-_LIST_RE = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
-_DECISION_RE = re.compile(
-    r"\b(decided|decide|decision|chose|chosen|choose|agreed|we will|we'll|going with|"
-    r"opted|rationale|trade-?offs?|because|in favou?r of|settled on)\b",
-    re.IGNORECASE,
-)
-_CORRECTION_RE = re.compile(
-    r"\b(actually|correction|corrected|wrong|mistaken?|incorrect|fixed|instead|"
-    r"don't|do not|never|avoid|should not|shouldn't|turns out|gotcha|pitfall|"
-    r"regression|root cause|workaround)\b",
-    re.IGNORECASE,
-)
-_RICH_KEYS = (
-    "title",
-    "tags",
-    "aliases",
-    "type",
-    "created",
-    "source",
-    "description",
-    "summary",
-    "confidence",
-)
-_LINK_KEYS = LINK_TYPES
-
-
-@dataclass(frozen=True)
-class Quality:
-    """The parts of a note's quality score, each in [0, 1], and their weighted total."""
-
-    length: float
-    structure: float
-    signal: float
-    frontmatter: float
-    score: float
-
-
-def _filled(value: Any) -> bool:
-    """A frontmatter value that says something (not None, '', [], {})."""
-    if value is None:
-        return False
-    if isinstance(value, str | list | tuple | dict | set):
-        return len(value) > 0
-    return True
-
-
-def quality_breakdown(body: str, meta: Mapping[str, Any] | None = None) -> Quality:
-    """Quality of a note in [0, 1] (ClawMem's signals), with its parts.
-
-    ``score = 0.30·length + 0.25·structure + 0.20·signal + 0.25·frontmatter`` where, with
-    ``L`` = characters of the stripped body:
-
-    - ``length = min(1, L/800)`` up to 8,000 characters; longer notes taper as
-      ``max(0.5, 1 − 0.25·log2(L/8000))`` (0.75 at 16k, 0.5 from 32k): a stub says
-      little, a dump says too much for one memory.
-    - ``structure = 0.5·min(1, headings/2) + 0.5·min(1, list_items/3)``, counting ATX
-      headings and bullet/numbered list items outside fenced code.
-    - ``signal = min(1, (D + C)/3)`` with ``D``/``C`` the numbers of *distinct* decision
-      words (decided, chose, rationale, trade-off, because…) and correction words
-      (actually, wrong, instead, avoid, turns out, workaround…) present, so repeating
-      one word does not inflate it.
-    - ``frontmatter = min(1, K/4)`` with ``K`` the filled keys among title, tags,
-      aliases, type, created, source, description, summary, confidence, plus one if any
-      typed link (supersedes, related, …) is filled.
-    """
-    text = body.strip()
-    size = len(text)
-    if size <= 8000:
-        length = min(1.0, size / 800.0)
-    else:
-        length = max(0.5, 1.0 - 0.25 * math.log2(size / 8000.0))
-
-    headings = items = 0
-    fence: str | None = None
-    for line in text.splitlines():
-        opened = _FENCE_RE.match(line)
-        if fence is not None:
-            # A fence closes with the same character, at least as long (CommonMark).
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-        elif _HEADING_RE.match(line):
-            headings += 1
-        elif _LIST_RE.match(line):
-            items += 1
-    structure = 0.5 * min(1.0, headings / 2.0) + 0.5 * min(1.0, items / 3.0)
-
-    decisions = {m.group(1).lower() for m in _DECISION_RE.finditer(text)}
-    corrections = {m.group(1).lower() for m in _CORRECTION_RE.finditer(text)}
-    signal = min(1.0, (len(decisions) + len(corrections)) / 3.0)
-
-    meta = meta or {}
-    keys = sum(1 for key in _RICH_KEYS if _filled(meta.get(key)))
-    keys += 1 if any(_filled(meta.get(key)) for key in _LINK_KEYS) else 0
-    frontmatter = min(1.0, keys / 4.0)
-
-    score = 0.30 * length + 0.25 * structure + 0.20 * signal + 0.25 * frontmatter
-    return Quality(length, structure, signal, frontmatter, min(1.0, max(0.0, score)))
-
-
-def quality(body: str, meta: Mapping[str, Any] | None = None) -> float:
-    """Quality score in [0, 1]; see :func:`quality_breakdown` for the exact formula."""
-    return quality_breakdown(body, meta).score
 
 
 # --- memory-aware ranking ----------------------------------------------------------------

@@ -98,8 +98,8 @@ def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultS
     ``models`` maps embedding model ids to their fragment size; coverage is reported
     for each from vaultmem's own records (no model or vector store is opened).
     """
-    from vaultmem.agent.surface import log_count
     from vaultmem.index.records import coverage
+    from vaultmem.surface_log import log_count
 
     facts = mf.read(
         config.cache_dir,

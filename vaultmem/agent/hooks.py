@@ -7,8 +7,9 @@ Claude Code runs a hook command with the event as one JSON object on stdin
 ``hookSpecificOutput`` is added to the model's context. A hook that fails must never
 break the agent, so the CLI turns every failure into exit 0, no output and one log line.
 
-Only the standard library is imported here: ``hook prompt`` runs on every prompt, and
-the surfacing module it calls is imported when it is needed.
+The protocol only: the front end that answers an event through the API is the CLI's
+``hook`` command (:mod:`vaultmem.cli.hook_cmds`). Only the standard library is imported
+here: ``hook prompt`` runs on every prompt.
 """
 
 from __future__ import annotations
@@ -21,13 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vaultmem.errors import VaultmemError
 from vaultmem.vault import make_cache
-
-if TYPE_CHECKING:
-    from vaultmem.api import OpenVault
 
 LOG_NAME = "hooks.log"
 JOB_LOG_NAME = "hooks-jobs.log"
@@ -112,24 +110,6 @@ def context_output(claude_event: str, context: str) -> str:
         return ""
     output = {"hookSpecificOutput": {"hookEventName": claude_event, "additionalContext": context}}
     return json.dumps(output, ensure_ascii=False)
-
-
-def prompt_context(vault: OpenVault, payload: HookPayload, *, now: datetime) -> str:
-    """The surfacing block for a UserPromptSubmit prompt ("" when surfacing abstains)."""
-    from vaultmem import api
-    from vaultmem.agent.surface import SurfaceRequest
-
-    request = SurfaceRequest(payload.prompt, session=payload.session_id)
-    return str(api.surface(vault, request, now=now).context)
-
-
-def session_context(config: Any, payload: HookPayload, *, now: datetime) -> str:
-    """The SessionStart brief for the project named by the session's working folder."""
-    from vaultmem.agent.surface import session_brief
-
-    project = payload.cwd.name if payload.cwd is not None and payload.cwd.name else None
-    brief = session_brief(config, project=project, budget=SESSION_BRIEF_BUDGET, now=now)
-    return str(brief)
 
 
 def capture_commands(

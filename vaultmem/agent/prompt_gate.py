@@ -445,7 +445,7 @@ def gate(prompt: str) -> Gate:
         # what routes the decisions first.
         return Gate("", text, forced=True)
     # Imported only here: the cheap gates above answer without loading the index code.
-    from vaultmem.index.lexical import query_terms
+    from vaultmem.index.analysis import query_terms
 
     if len(query_terms(text)) < MIN_TERMS:
         return Gate("too short", "")

@@ -91,7 +91,7 @@ class Coverage:
 
 def coverages(index: LexicalIndex, text: str, paths: Sequence[str]) -> dict[str, Coverage]:
     """Each note's :class:`Coverage` of the query."""
-    from vaultmem.index.lexical import query_terms
+    from vaultmem.index.analysis import query_terms
 
     terms = sorted(set(query_terms(text[:2000])))
     if not terms or not paths:
@@ -113,7 +113,7 @@ def coverages(index: LexicalIndex, text: str, paths: Sequence[str]) -> dict[str,
 
 
 def _pairs(text: str) -> set[tuple[str, str]]:
-    from vaultmem.index.lexical import query_terms
+    from vaultmem.index.analysis import query_terms
 
     terms = query_terms(text)
     return {(a, b) for a, b in zip(terms, terms[1:], strict=False) if a != b}

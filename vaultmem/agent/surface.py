@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,11 +43,12 @@ from vaultmem.agent.speak import SHOW_LIMIT, Candidate, coverages, select, share
 from vaultmem.config import Config
 from vaultmem.errors import RequestError
 from vaultmem.model import check_limit, check_text
+from vaultmem.surface_log import SURFACE_DIR, append_run
 from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
     from vaultmem.index.lexical import LexicalIndex
-    from vaultmem.retrieval.query import Backends, Trace
+    from vaultmem.retrieval.query_types import Backends, Trace
 
 __all__ = [
     "Candidate",
@@ -61,7 +61,6 @@ __all__ = [
     "build_block",
     "candidates",
     "gate",
-    "log_count",
     "record_reinforced",
     "select",
     "session_brief",
@@ -84,8 +83,6 @@ RETRIEVAL_DEPTH = 30
 REPEAT_WINDOW = timedelta(minutes=10)
 SESSION_TTL = timedelta(days=7)
 SESSION_PROMPTS = 200
-LOG_MAX_BYTES = 1_000_000
-SURFACE_DIR = "surface"
 # --- values ------------------------------------------------------------------------------
 
 
@@ -177,7 +174,7 @@ def cheap_backends(config: Config, vectors: bool | None) -> Backends:
 
     The in-process MiniLM costs ~0.25 s to load per process, so it runs only on request.
     """
-    from vaultmem.retrieval.query import Backends
+    from vaultmem.retrieval.query_types import Backends
 
     if vectors is False or config.embedder == "none":
         return Backends()
@@ -218,7 +215,8 @@ def candidates(
     """
     from vaultmem.index.lexical import LexicalIndex
     from vaultmem.retrieval.memory_rank import RankingOptions
-    from vaultmem.retrieval.query import QueryOptions, query
+    from vaultmem.retrieval.query import query
+    from vaultmem.retrieval.query_types import QueryOptions
 
     index = index or LexicalIndex.open(config.cache_dir)
     options = QueryOptions(
@@ -414,13 +412,7 @@ def _repeated(record: _Session, key: str, now: datetime) -> bool:
     return seen is not None and timedelta(0) <= now - seen < REPEAT_WINDOW
 
 
-def log_path(config: Config) -> Path:
-    """The surfacing log: one JSON line per `surface` run."""
-    return config.cache_dir / SURFACE_DIR / "log.jsonl"
-
-
 def _log(config: Config, request: SurfaceRequest, result: SurfaceResult, now: datetime) -> None:
-    path = log_path(config)
     line = {
         "time": now.isoformat(),
         "session": request.session,
@@ -429,28 +421,7 @@ def _log(config: Config, request: SurfaceRequest, result: SurfaceResult, now: da
         "tokens": result.tokens,
         "reason": result.reason,
     }
-    make_cache(config.cache_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if path.stat().st_size > LOG_MAX_BYTES:
-            os.replace(path, path.with_suffix(".jsonl.1"))  # keep one older generation
-    except FileNotFoundError:
-        pass
-    # One write of one line in append mode: concurrent hooks do not interleave lines.
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-
-
-def log_count(config: Config) -> int:
-    """How many runs the surfacing log holds (both generations)."""
-    total = 0
-    for path in (log_path(config), log_path(config).with_suffix(".jsonl.1")):
-        try:
-            with path.open("rb") as fh:
-                total += sum(1 for _ in fh)
-        except OSError:
-            continue
-    return total
+    append_run(config, line)
 
 
 # --- the entry point ---------------------------------------------------------------------

@@ -2,13 +2,16 @@
 
 Every ``VaultmemError`` raised below a command becomes one line on stderr and its exit
 code (1, or 75 for a busy lock) at :class:`_Boundary`; usage errors exit 2 (click).
+
+The top front end: it may import everything below, the servers included (`serve` and
+`mcp` start them); nothing imports it but :mod:`vaultmem.entry` and the servers' warm-path
+forwarder. The agent hook front end is here too (:mod:`.hook_cmds`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import errno
 import functools
 import importlib
 import os
@@ -25,7 +28,7 @@ from typer.core import TyperGroup
 from vaultmem import __version__
 from vaultmem.cli.help import MODULES, format_sections
 from vaultmem.cli.params import plain, plain_help_options, plain_parameters
-from vaultmem.errors import Terminated, VaultmemError, VaultmemWarning
+from vaultmem.errors import Terminated, VaultmemError, VaultmemWarning, os_error_line
 
 
 def _warning_line(
@@ -111,7 +114,7 @@ class _Boundary(TyperGroup):
                 plain(command)
 
     def invoke(self, ctx: Any) -> Any:
-        from vaultmem.entry import interruptible
+        from vaultmem.interrupts import interruptible
 
         try:
             with interruptible(), warnings.catch_warnings():
@@ -140,16 +143,6 @@ class _Boundary(TyperGroup):
             # A backstop: a read-only vault, cache or disk full anywhere below is one line.
             typer.echo(f"vaultmem: error: {os_error_line(exc)}", err=True)
             raise typer.Exit(1) from None
-
-
-def os_error_line(exc: OSError) -> str:
-    """``cannot write PATH: Permission denied``: what failed, where, and why, in one line."""
-    path = exc.filename2 or exc.filename
-    why = exc.strerror or str(exc)
-    if path is None:
-        return why
-    writing = exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
-    return f"cannot write {os.fsdecode(path)}: {why}" if writing else f"{os.fsdecode(path)}: {why}"
 
 
 app = typer.Typer(
@@ -340,16 +333,9 @@ def _registered() -> dict[str, Callable[[], Any]]:
     return found
 
 
-def main() -> None:
-    """Console-script entry point (signal handling set up by :mod:`vaultmem.entry`)."""
-    from vaultmem.entry import main as entry_main
-
-    entry_main()
-
-
 def run() -> None:
     """Run the app; called by :func:`vaultmem.entry.main`, which defers signals until a
-    command runs (see :mod:`vaultmem.entry`)."""
+    command runs (see :mod:`vaultmem.interrupts`)."""
     try:
         app(prog_name="vaultmem")
     except SystemExit as exc:

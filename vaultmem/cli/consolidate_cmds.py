@@ -10,7 +10,7 @@ import typer
 from vaultmem.cli import app, clock, open_vault
 
 if TYPE_CHECKING:
-    from vaultmem.memory.consolidate import Cluster, Consolidation
+    from vaultmem.memory.clusters import Cluster, Consolidation
 
 _VERBS = {
     "merged": "merged into {merged}",

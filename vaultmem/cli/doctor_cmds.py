@@ -12,7 +12,7 @@ import typer
 from vaultmem.cli import app, load_config
 
 if TYPE_CHECKING:
-    from vaultmem.doctor import DoctorReport, Finding
+    from vaultmem.doctor.findings import DoctorReport, Finding
 
 _LABELS = {"ok": "ok", "warn": "warn", "problem": "PROBLEM"}
 
@@ -49,7 +49,9 @@ def doctor(
         vaultmem --vault ~/notes doctor --repair
     """
     from vaultmem import config as cfg
-    from vaultmem import doctor as doc
+    from vaultmem.doctor import checks as doc
+    from vaultmem.doctor import findings
+    from vaultmem.servers import health
 
     obj = ctx.find_root().obj or {}
     checked = cfg.check(
@@ -59,10 +61,13 @@ def doctor(
         overrides={"cache_dir": obj.get("cache_dir")},
     )
     if checked.config is None:
-        report = doc.config_failure(checked.error, checked.warnings)
+        report = findings.config_failure(checked.error, checked.warnings)
     else:
-        around = doc.Surroundings(
-            home=Path.home(), cwd=Path.cwd(), search_path=os.environ.get("PATH", "")
+        around = findings.Surroundings(
+            home=Path.home(),
+            cwd=Path.cwd(),
+            search_path=os.environ.get("PATH", ""),
+            server=health.CHECKS,
         )
         report = doc.diagnose(checked.config, around)
         if repair:
@@ -115,7 +120,7 @@ def cron(
     prints a user .service and .timer for the sweep instead (75 counts as success).
 
     Example:
-        vaultmem --vault ~/notes cron >> my-crontab
+        (crontab -l 2>/dev/null; vaultmem --vault ~/notes cron) | crontab -
         vaultmem --vault ~/notes cron --systemd
     """
     from vaultmem.cli import launcher, root_args

@@ -9,8 +9,10 @@ still runs and is listed under "Other"; ``tests/test_help.py`` fails until it is
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
-import typer._click as click
+from typer.core import TyperCommand, TyperGroup
 
 # heading: {command: the module under vaultmem.cli that registers it}
 SECTIONS: dict[str, dict[str, str]] = {
@@ -67,10 +69,21 @@ OTHER = "Other"
 MODULES: dict[str, str] = {name: mod for names in SECTIONS.values() for name, mod in names.items()}
 
 
+class _Formatter(Protocol):
+    """What :func:`format_sections` writes to: click's help formatter (typer's own copy,
+    which it gives no public name)."""
+
+    width: int
+
+    def section(self, name: str) -> AbstractContextManager[None]: ...
+
+    def write_dl(self, rows: list[tuple[str, str]]) -> None: ...
+
+
 def format_sections(
-    ctx: click.Context,
-    formatter: click.HelpFormatter,
-    commands: Iterable[tuple[str, click.Command]],
+    ctx: Any,
+    formatter: _Formatter,
+    commands: Iterable[tuple[str, TyperCommand | TyperGroup]],
 ) -> None:
     """Write ``commands`` as one help section per heading of :data:`SECTIONS` (in its
     order), then the ones it does not name under "Other"."""

@@ -106,9 +106,7 @@ def _answer(
 
     config = vault.config
     if event == "prompt":
-        return hooks.context_output(
-            "UserPromptSubmit", hooks.prompt_context(vault, payload, now=now)
-        )
+        return hooks.context_output("UserPromptSubmit", _prompt_context(vault, payload, now))
     jobs = config.cache_dir / hooks.JOB_LOG_NAME
     if event == "session-start":
         if config.hooks_start_server and not hooks.server_running(config.cache_dir):
@@ -116,7 +114,7 @@ def _answer(
                 [hooks.server_command(sys.executable, root_args(ctx, config))], jobs
             )
             hooks.log_line(log, now, event, f"started vaultmem serve (pid {pid})")
-        return hooks.context_output("SessionStart", hooks.session_context(config, payload, now=now))
+        return hooks.context_output("SessionStart", _session_context(config, payload, now))
     transcript = payload.transcript_path
     if transcript is None or not transcript.is_file():
         hooks.log_line(log, now, event, f"no transcript to capture ({transcript})")
@@ -127,6 +125,24 @@ def _answer(
     pid = hooks.start_job(commands, jobs)
     hooks.log_line(log, now, event, f"started extract and handoff of {transcript} (pid {pid})")
     return ""
+
+
+def _prompt_context(vault: Any, payload: Any, now: datetime) -> str:
+    """The surfacing block for a UserPromptSubmit prompt ("" when surfacing abstains)."""
+    from vaultmem import api
+    from vaultmem.agent.surface import SurfaceRequest
+
+    request = SurfaceRequest(payload.prompt, session=payload.session_id)
+    return str(api.surface(vault, request, now=now).context)
+
+
+def _session_context(config: Any, payload: Any, now: datetime) -> str:
+    """The SessionStart brief for the project named by the session's working folder."""
+    from vaultmem.agent.hooks import SESSION_BRIEF_BUDGET
+    from vaultmem.agent.surface import session_brief
+
+    project = payload.cwd.name if payload.cwd is not None and payload.cwd.name else None
+    return str(session_brief(config, project=project, budget=SESSION_BRIEF_BUDGET, now=now))
 
 
 def _fallback_log() -> Path:

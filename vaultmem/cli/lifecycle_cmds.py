@@ -45,7 +45,7 @@ def promote(ctx: typer.Context, dry_run: bool = DRY_RUN, json_out: bool = JSON) 
     Example:
         vaultmem --vault ~/notes promote --dry-run
     """
-    from vaultmem.memory.sweeps import promote as run_promote
+    from vaultmem.memory.promotion import promote as run_promote
 
     config = load_config(ctx)
     report = run_promote(config, clock(), dry_run=dry_run)

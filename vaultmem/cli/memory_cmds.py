@@ -295,12 +295,12 @@ def snooze(
 ) -> None:
     """Hide notes from `surface` until a date (snoozed_until); search still finds them.
 
-    Give exactly one of --until (2026-12-01 or 2026-12-01T09:00:00Z) and --for (30d, 12h,
+    Give exactly one of --until (2099-01-01 or 2099-01-01T09:00:00Z) and --for (30d, 12h,
     2w). A date is stored as a date (midnight UTC), a datetime in UTC.
 
     Example:
         vaultmem snooze "Kubernetes migration" --for 30d
-        vaultmem snooze "Release process" --until 2026-12-01
+        vaultmem snooze "Release process" --until 2099-01-01
     """
     _change(ctx, "snooze", notes, json_out, until=until, for_=for_)
 

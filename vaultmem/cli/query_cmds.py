@@ -13,7 +13,7 @@ from vaultmem.cli.read_cmds import run_search
 from vaultmem.model import Filters, SearchRequest
 
 if TYPE_CHECKING:
-    from vaultmem.retrieval.query import QueryResult, Stage, StageScore, Trace
+    from vaultmem.retrieval.query_types import QueryResult, Stage, StageScore, Trace
 
 
 def stage_line(stage: Stage) -> str:

@@ -2,7 +2,7 @@
 
 :func:`merge_note` is what `vaultmem merge-driver` runs for git. The owned keys are
 merged by :func:`vaultmem.gitmerge.rules.merge_owned` and written into ours with the
-frontmatter editor (:func:`vaultmem.frontmatter.apply`), so they keep ours' place, order,
+frontmatter editor (:func:`vaultmem.frontmatter.edit.apply`), so they keep ours' place, order,
 comments and vaultmem's own style, and a later vaultmem write round-trips. Everything
 else (the user's own keys, their comments, the body) goes through ``git merge-file`` with
 the owned keys' lines taken out of all three versions, so a counter that both machines
@@ -32,19 +32,12 @@ from typing import Any
 
 from vaultmem.conflict_markers import conflict_regions
 from vaultmem.errors import NoteError, VaultmemError
-from vaultmem.frontmatter import (
-    OWNED_KEYS,
-    OwnedLines,
-    Parts,
-    apply,
-    frontmatter_lines,
-    owned_lines,
-    parse_meta,
-    same_value,
-    split,
-)
+from vaultmem.frontmatter.edit import apply
+from vaultmem.frontmatter.layout import OwnedLines, frontmatter_lines, owned_lines
+from vaultmem.frontmatter.render import same_value
+from vaultmem.frontmatter.scan import Parts, parse_meta, split
 from vaultmem.gitmerge.rules import MISSING, KeyConflict, OwnedMerge, merge_owned
-from vaultmem.properties import BARE, KeyScheme
+from vaultmem.properties import BARE, OWNED_KEYS, KeyScheme
 
 __all__ = ["CONFLICT_STYLES", "Labels", "MergeResult", "TextMergeError", "merge_note", "text_merge"]
 

@@ -1,7 +1,7 @@
 """How each of vaultmem's own frontmatter keys merges when two clones changed a note.
 
 :data:`RULES` is the one table of per-key merge semantics: every key of
-:data:`vaultmem.frontmatter.OWNED_KEYS` has exactly one :class:`Rule` (a test checks it),
+:data:`vaultmem.properties.OWNED_KEYS` has exactly one :class:`Rule` (a test checks it),
 and :func:`merge_owned` applies them. A key that only one side changed takes that side's
 value, as in any three-way merge; a rule decides when both sides changed a key (for the
 keys that add up, also when both changed it to the same value: two machines that each
@@ -16,14 +16,14 @@ counted one use from a base of 1 both say 2, and the note has been used 3 times)
 - ``confidence`` cannot be recomputed from the other keys (nothing counts confirmations
   or contradictions; ``last_confirmed`` dates only the last one), so each side's change is
   read back as the vaultmem steps that explain it (n confirmations, or n contradictions,
-  :func:`vaultmem.scores.confirmed` / :func:`~vaultmem.scores.contradicted`) and both
+  :func:`vaultmem.confidence.confirmed` / :func:`~vaultmem.confidence.contradicted`) and both
   sides' steps are replayed on the base, confirmations first: a contradiction raised on
   one machine is not washed out by confirmations made on the other. A side no steps
   explain was set by hand; the other side's steps are replayed on that value;
 - typed link lists take the union, minus what either side removed (links compare by the
   note they name, case-insensitively, as Obsidian resolves them);
 - the flags ``pinned``, ``status`` and ``snoozed_until`` merge together with the key that
-  keeps their undo line (:data:`vaultmem.frontmatter.UNDO_KEYS`), so an undo still gives
+  keeps their undo line (:data:`vaultmem.properties.UNDO_KEYS`), so an undo still gives
   back the right line. A flag command writes no time, and git gives the driver none, so
   "newer" is read from the only clock a note carries: the side whose latest
   ``last_used``/``last_review``/``last_confirmed`` is later, and later than the base's,
@@ -42,10 +42,14 @@ from decimal import Decimal, InvalidOperation
 from enum import Enum
 from typing import Any
 
-from vaultmem.frontmatter import OWNED_KEYS, UNDO_KEYS, owned_problem, same_value
-from vaultmem.memory_state import as_int, link_targets, parse_time, stored_confidence
-from vaultmem.model import LINK_TYPES
-from vaultmem.scores import MAX_STRENGTH, confirmed, contradicted
+from vaultmem.confidence import confirmed, contradicted
+from vaultmem.frontmatter.owned import owned_problem
+from vaultmem.frontmatter.render import same_value
+from vaultmem.memory_state import as_int, parse_time, stored_confidence
+from vaultmem.note import link_targets
+from vaultmem.properties import OWNED_KEYS, UNDO_KEYS
+from vaultmem.scores import MAX_STRENGTH
+from vaultmem.vocabulary import LINK_TYPES
 
 __all__ = ["MISSING", "RULES", "KeyConflict", "OwnedMerge", "Rule", "merge_owned"]
 

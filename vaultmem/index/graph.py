@@ -25,29 +25,20 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from vaultmem.config import Config
 from vaultmem.index import manifest as mf
-from vaultmem.markdown import WikiLink
-from vaultmem.memory_state import link_targets
-from vaultmem.model import LINK_TYPES
 from vaultmem.vault import LinkResolver, NoteName, strip_md, walk_notes
 
 __all__ = [
     "FILE_NAME",
-    "LINK_TYPES",
-    "WIKILINK",
     "Edge",
     "LinkGraph",
     "index_current",
-    "link_texts",
 ]
 
 FILE_NAME = "graph.sqlite"
 _FORMAT = 2
-
-WIKILINK = "wikilink"  # the type of a body [[link]] (or ![[embed]])
 
 
 @dataclass(frozen=True)
@@ -60,16 +51,6 @@ class Edge:
     source: str
     target: str
     type: str
-
-
-def link_texts(meta: Mapping[Any, Any], links: Iterable[WikiLink]) -> tuple[tuple[str, str], ...]:
-    """A note's links as written, ``(type, target)``: typed keys first, then body links.
-
-    Targets carry no ``#heading`` or ``|alias``; what `index` stores for the graph.
-    """
-    typed = [(t, x) for t in LINK_TYPES if t in meta for x in link_targets(meta[t])]
-    body = [(WIKILINK, link.target) for link in links if link.target.strip()]
-    return tuple(dict.fromkeys(typed + body))
 
 
 def _resolve(

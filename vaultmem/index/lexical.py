@@ -1,8 +1,10 @@
 """The Whoosh BM25F index: a disposable mirror of the notes' text in ``.vaultmem/whoosh``.
 
 Queries are never handed to Whoosh's query parser: user text is run through the same
-analyzer as the documents and the query is built from the resulting terms, so no input
-(``foo:bar (``, ``AND``, a lone quote, an emoji) can raise a parser error.
+analyzer as the documents (:mod:`vaultmem.index.analysis`) and the query is built from
+the resulting terms, so no input (``foo:bar (``, ``AND``, a lone quote, an emoji) can
+raise a parser error. This module opens, writes and searches the index and keeps its
+generation folders; what a document holds is :mod:`vaultmem.index.lexical_schema`'s.
 """
 
 from __future__ import annotations
@@ -10,43 +12,34 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.errors import IndexStateError, VaultmemError
 from vaultmem.index import manifest as mf
-from vaultmem.index.live_stats import LiveBM25F, LiveStats, field_length, length_field
-from vaultmem.index.manifest import Entry, memory_keys
+from vaultmem.index.analysis import ENGLISH_STOP_WORDS, WORD_RE, query_terms, stemmed
+from vaultmem.index.lexical_schema import LEAD_FIELD, WRITER_OPTIONS, build_schema, note_document
+from vaultmem.index.live_stats import LiveBM25F, LiveStats
+from vaultmem.index.manifest import Entry
 from vaultmem.index.whoosh_light import light_imports
-from vaultmem.markdown import expand_tag
 from vaultmem.model import HIDDEN_STATUSES, Filters
 from vaultmem.vault import make_cache
 
 with light_imports():
     from whoosh import index as windex
     from whoosh import query as q
-    from whoosh.analysis import STOP_WORDS, Analyzer, LowercaseFilter, RegexTokenizer
-    from whoosh.codec.whoosh3 import W3Codec
-    from whoosh.columns import NumericColumn
-    from whoosh.fields import COLUMN, ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
-    from whoosh.lang.porter import stem
     from whoosh.query import Query
-    from whoosh.system import pack_uint
 
 if TYPE_CHECKING:
     from whoosh.index import Index
 
     from vaultmem.note import Note
 
-# Bumped whenever the schema or analysis changes: the index is then rebuilt.
-SCHEMA_VERSION = 5
 # Each build lives in its own folder, ``whoosh-<generation>``; the manifest names the
 # live one. ``whoosh`` alone is where releases before generations kept it.
 DIR_PREFIX = "whoosh-"
@@ -54,17 +47,6 @@ LEGACY_DIR = "whoosh"
 # Whoosh's own lock file comes and goes with writers; it is not part of the index.
 _NOT_INDEX = "_WRITELOCK"
 
-# BM25F field weights: a term's frequency in the combined `text` field is the weighted
-# sum of its frequencies in each field, saturated once (true BM25F, not a sum of per-field
-# BM25 scores, which lets a short-field match swamp the body). Tuned on the man-page dev
-# split; see BENCHMARKS.md.
-FIELD_WEIGHTS: dict[str, float] = {
-    "title": 2.0,
-    "names": 2.0,
-    "headings": 1.0,
-    "tags": 1.5,
-    "body": 1.0,
-}
 BM25_K1 = 1.5
 BM25_B = 0.85
 # Prefix matching (build_query): a short last word ("postg", "pgb") and a word the
@@ -78,14 +60,6 @@ PREFIX_TERMS = 5
 PREFIX_SCAN = 2000
 # A query word (and whether it is a short last word) → the vault terms it may start.
 Prefixed = Callable[[str, bool], list[str]]
-
-# The lead field: title + the note's opening characters, searched as a list of its own by
-# `query` (what a note is about is said first). 1,000 characters scored best on half A of
-# the man-page dev split among 400-1,600 (benchmarks/tune_fusion.py; BENCHMARKS.md).
-LEAD_CHARS = 1000
-LEAD_FIELD = "lead"
-
-WORD_RE = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -127,186 +101,6 @@ def _hit(path: str, score: float, doc: Mapping[str, Any]) -> LexicalHit:
         quality=float(doc.get("quality") or 0.0),
         modified=float(doc.get("modified") or 0.0),
     )
-
-
-_STOP_WORDS = frozenset(STOP_WORDS)
-
-
-@lru_cache(maxsize=500_000)
-def _stem(word: str) -> str:
-    return "" if word in _STOP_WORDS else str(stem(word))
-
-
-def analyse(text: str) -> list[str]:
-    """Lowercase ``\\w+`` words, English stop words dropped, Porter-stemmed.
-
-    One fused pass (regex + cached stems) instead of Whoosh's chained analyzer: indexing
-    spends most of its time here.
-    """
-    out = []
-    for word in WORD_RE.findall(text.lower()):
-        term = _stem(word)
-        if term:
-            out.append(term)
-    return out
-
-
-def query_terms(text: str) -> list[str]:
-    """The analysed, de-duplicated terms of a query (stop words kept if nothing else)."""
-    terms = analyse(text)
-    if not terms:
-        terms = [str(stem(w)) for w in WORD_RE.findall(text.lower())]
-    return list(dict.fromkeys(terms))
-
-
-# Words that ask rather than say what is asked about: dropped where the query's subject
-# words are compared ("who owns billing?" and a note saying "who is its owner").
-QUESTION_WORDS = (
-    "who",
-    "whom",
-    "whose",
-    "what",
-    "when",
-    "where",
-    "which",
-    "why",
-    "how",
-    "did",
-    "do",
-    "does",
-)
-
-
-def asked_terms(text: str) -> list[str]:
-    """The analysed terms of a question without its question words."""
-    drop = {_stem(w) for w in QUESTION_WORDS}  # cached stems ("" for a stop word)
-    return [t for t in query_terms(text) if t not in drop]
-
-
-def weighted_terms(fields: Mapping[str, str]) -> dict[str, float]:
-    """BM25F term weights of a document: Σ over fields of weight × term frequency."""
-    weights: dict[str, float] = {}
-    for name, text in fields.items():
-        w = FIELD_WEIGHTS[name]
-        for term in analyse(text):
-            weights[term] = weights.get(term, 0.0) + w
-    return weights
-
-
-class LexicalCodec(W3Codec):
-    """The W3 codec without per-posting length statistics.
-
-    Those statistics only feed block-max skipping, yet looking them up costs a third of
-    every commit; BM25 reads document lengths from the length column instead.
-    """
-
-    length_stats = False
-
-
-# Segments as plain files, not one compound file: Whoosh copies every part of a compound
-# segment it opens into memory, so a one-note update of a 95,556-note index read 270 MB
-# and a search 120 MB of a 16k-note one; plain files are read where needed (RSS as on
-# a small vault, searches no slower).
-_WRITER_OPTIONS: dict[str, Any] = {"codec": LexicalCodec(), "compound": False}
-
-
-class WeightedText(TEXT):
-    """A TEXT field fed pre-analysed ``{term: weight}`` maps (BM25F weighted frequencies)."""
-
-    def index(self, value: Any, **kwargs: Any) -> Iterator[tuple[bytes, int, float, bytes]]:
-        """Postings of one document: (term, frequency, weight, encoded frequency)."""
-        if isinstance(value, str):
-            value = weighted_terms({"body": value})
-        for term, weight in value.items():
-            freq = max(1, round(weight))
-            yield term.encode("utf-8"), freq, float(weight), pack_uint(freq)
-
-
-def _schema() -> Schema:
-    schema = Schema(
-        path=ID(stored=True, unique=True),
-        text=WeightedText(phrase=False),
-        lead=WeightedText(phrase=False),
-        names=TEXT(analyzer=_names_analyzer(), phrase=False),
-        title=STORED(),
-        tagtree=KEYWORD(commas=True, lowercase=True),
-        folders=KEYWORD(commas=True),
-        type=ID(stored=True),
-        status=ID(stored=True),
-        created=ID(stored=True),
-        modified=NUMERIC(stored=True, numtype=float),
-        body_line=STORED(),
-        # vaultmem's frontmatter keys (JSON) and quality: the memory prior of a hit
-        # is computed from the index alone, without opening the note.
-        memory=STORED(),
-        quality=STORED(),
-    )
-    # Each scored field's exact length per note, as a column: BM25's average field
-    # length over the live notes is summed from it (see vaultmem.index.live_stats).
-    for name in [n for n, field in schema.items() if field.scorable]:
-        schema.add(length_field(name), COLUMN(NumericColumn("I")))
-    return schema
-
-
-@lru_cache(maxsize=1)
-def _scored_fields() -> dict[str, Any]:
-    """The fields BM25 scores, by name (each has a length column)."""
-    return {name: field for name, field in _schema().items() if field.scorable}
-
-
-@lru_cache(maxsize=1)
-def _names_analyzer() -> Analyzer:
-    return RegexTokenizer(r"\w+") | LowercaseFilter()
-
-
-def _document(note: Note) -> dict[str, Any]:
-    parts = PurePosixPath(note.path).parts[:-1]
-    folders = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    names = [*note.aliases]
-    if note.stem.lower() not in note.title.lower():
-        names.append(note.stem)
-    tagtree = sorted({t for tag in note.tags for t in expand_tag(tag)})
-    text = weighted_terms(
-        {
-            "title": note.title,
-            "names": "\n".join(names),
-            "headings": "\n".join(h.text for h in note.headings),
-            "tags": " ".join(t.replace("/", " ") for t in note.tags),
-            "body": note.body,
-        }
-    )
-    doc: dict[str, Any] = {
-        "path": note.path,
-        "text": text,
-        "lead": f"{note.title}\n{opening(note.body)}",
-        "names": "\n".join([note.title, *names]),
-        "title": note.title,
-        "tagtree": ",".join(tagtree),
-        "folders": ",".join(folders),
-        "type": note.type,
-        "status": note.status,
-        "created": note.created or "",
-        "modified": note.mtime_ns / 1e9,
-        "body_line": note.body_start_line,
-        "memory": json.dumps(memory_keys(note.owned), ensure_ascii=False),
-        "quality": note.quality,
-    }
-    for name, field in _scored_fields().items():
-        if isinstance(field, WeightedText) and isinstance(doc[name], str):
-            doc[name] = weighted_terms({"body": doc[name]})  # as Whoosh would; once
-        doc[length_field(name)] = field_length(field, doc[name])
-    return doc
-
-
-def opening(body: str, chars: int = LEAD_CHARS) -> str:
-    """The first ``chars`` characters of ``body``, without a word cut in two at the end."""
-    if len(body) <= chars:
-        return body
-    head = body[:chars]
-    if not body[chars].isspace():
-        cut = max(head.rfind(space) for space in " \t\n")
-        head = head[:cut] if cut > 0 else head  # no space at all: one giant word, cut
-    return head
 
 
 def location(cache_dir: Path, generation: str) -> Path:
@@ -410,7 +204,7 @@ class LexicalIndex:
         shutil.rmtree(directory, ignore_errors=True)
         make_cache(directory.parent)
         directory.mkdir(exist_ok=True)
-        return cls(windex.create_in(str(directory), _schema()), directory)
+        return cls(windex.create_in(str(directory), build_schema()), directory)
 
     def doc_count(self) -> int:
         """How many notes the index holds."""
@@ -435,7 +229,7 @@ class LexicalIndex:
                 writer.delete_by_term("path", path)
             put = writer.add_document if fresh else writer.update_document
             for note in notes:
-                put(**_document(note))
+                put(**note_document(note))
                 if on_note is not None:
                     on_note()
         except BaseException:
@@ -453,11 +247,11 @@ class LexicalIndex:
         from whoosh.writing import SegmentWriter
 
         writer = SegmentWriter(
-            windex.open_dir(str(directory)), _lk=False, limitmb=128, **_WRITER_OPTIONS
+            windex.open_dir(str(directory)), _lk=False, limitmb=128, **WRITER_OPTIONS
         )
         added = 0
         for note in notes:
-            writer.add_document(**_document(note))
+            writer.add_document(**note_document(note))
             added += 1
         if not added:
             writer.cancel()
@@ -475,7 +269,7 @@ class LexicalIndex:
 
     def writer(self) -> Any:
         """A Whoosh segment writer with vaultmem's codec (caller holds the vault lock)."""
-        return self._ix.writer(limitmb=256, **_WRITER_OPTIONS)
+        return self._ix.writer(limitmb=256, **WRITER_OPTIONS)
 
     def searcher(self) -> Any:
         """The BM25F searcher, opened once and kept: opening reads every segment's columns.
@@ -528,8 +322,9 @@ class LexicalIndex:
     ) -> list[LexicalHit]:
         """BM25F over title, aliases, headings, tags and body; any input string is safe.
 
-        ``lead``: BM25 over the lead field instead (title + opening, :data:`LEAD_CHARS`);
-        an index built before that field existed has no lead hits.
+        ``lead``: BM25 over the lead field instead (title + opening,
+        :data:`~vaultmem.index.lexical_schema.LEAD_CHARS`); an index built before that
+        field existed has no lead hits.
         """
         if lead and LEAD_FIELD not in self._ix.schema:
             return []
@@ -551,7 +346,7 @@ class LexicalIndex:
         wanted = limit + 1
         while True:
             # Block-max skipping needs per-posting length stats, which this codec leaves
-            # out (see LexicalCodec); without them it only adds overhead: score all.
+            # out (see lexical_schema.LexicalCodec); without them it only adds overhead: score all.
             results = searcher.search(
                 query, limit=wanted, filter=_filter(filters), mask=_mask(filters), optimize=False
             )
@@ -572,7 +367,7 @@ class LexicalIndex:
     def _prefixed(self, word: str, short_last: bool) -> list[str]:
         """The vault's terms ``word`` may be the start of (see :func:`build_query`)."""
         stats = self.live_stats()
-        if not short_last and stats.doc_frequency("text", _stem(word) or word) > 0:
+        if not short_last and stats.doc_frequency("text", stemmed(word) or word) > 0:
             return []
         return stats.prefixed("text", word, limit=PREFIX_TERMS, scan=PREFIX_SCAN)
 
@@ -627,7 +422,7 @@ def prefix_terms(text: str, terms: Sequence[str], prefixed: Prefixed) -> list[st
     hold ("pagin" → paginated): each gives the :data:`PREFIX_TERMS` terms it starts that
     most notes hold (``prefixed``: :meth:`LiveStats.prefixed`).
     """
-    words = [w for w in WORD_RE.findall(text[:200].lower()) if w not in _STOP_WORDS]
+    words = [w for w in WORD_RE.findall(text[:200].lower()) if w not in ENGLISH_STOP_WORDS]
     last = words[-1] if 0 < len(words) <= PREFIX_LAST_WORDS else ""
     typed = set(terms)
     out: list[str] = []

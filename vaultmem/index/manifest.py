@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vaultmem.errors import IndexStateError
-from vaultmem.frontmatter import OWNED_KEYS
-from vaultmem.note import Note, iso
+from vaultmem.note import Note, iso, link_texts
+from vaultmem.properties import OWNED_KEYS
 from vaultmem.vault import FileStat, make_cache
 
 T = TypeVar("T")
@@ -578,15 +578,8 @@ def entry_for(note: Note) -> Entry:
         memory_keys(note.owned),
         note.quality,
         note.warnings,
-        _link_texts(note),
+        link_texts(note.owned, note.links),
     )
-
-
-def _link_texts(note: Note) -> tuple[tuple[str, str], ...]:
-    # Imported here: the graph module reads this manifest.
-    from vaultmem.index.graph import link_texts
-
-    return link_texts(note.owned, note.links)
 
 
 def memory_keys(meta: Mapping[Any, Any]) -> dict[str, Any]:

@@ -407,8 +407,8 @@ def _hostport(chroma: ChromaConfig) -> str:
 def _import_chromadb() -> Any:
     """chromadb, imported with signals held (a signal inside a C extension's import would
     pose as an ImportError), lightened (:mod:`vaultmem.index.chroma_import`)."""
-    from vaultmem.entry import deferred
     from vaultmem.index.chroma_import import light_chromadb
+    from vaultmem.interrupts import deferred
 
     with deferred(), light_chromadb():
         import chromadb

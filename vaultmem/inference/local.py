@@ -97,7 +97,7 @@ def model_path() -> str:
 
 def _import_runtime_libs() -> tuple[Any, Any]:
     """Import onnxruntime and tokenizers, turning their absence into one clear error."""
-    from vaultmem.entry import deferred
+    from vaultmem.interrupts import deferred
 
     try:
         with deferred():  # a signal inside a C extension's import would pose as ImportError

@@ -5,7 +5,7 @@ under its current name (:attr:`vaultmem.config.Config.keys`) that holds vaultmem
 moved to its name under the new prefix. A user's value under an owned name (``status:
 reading``) is the user's and stays where it is; so does a key whose new name the note
 already has. :func:`apply_migration` writes the plan through the one write-back
-(:func:`vaultmem.frontmatter.apply`, atomically, under the vault lock), then re-indexes.
+(:func:`vaultmem.frontmatter.edit.apply`, atomically, under the vault lock), then re-indexes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 
 from vaultmem.config import Config
 from vaultmem.errors import NoteError
-from vaultmem.frontmatter import apply, parse_meta
+from vaultmem.frontmatter.edit import apply
+from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.properties import OWNED_KEYS, KeyScheme
 
 __all__ = ["KeyMove", "apply_migration", "plan_migration", "target_scheme"]

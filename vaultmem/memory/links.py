@@ -26,15 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import Config
 from vaultmem.errors import NoteError, VaultmemError
-from vaultmem.frontmatter import BOM, OWNED_KEYS, WriteResult
+from vaultmem.frontmatter.files import WriteResult
+from vaultmem.frontmatter.scan import BOM
 from vaultmem.index import manifest as mf
-from vaultmem.index.graph import LINK_TYPES, WIKILINK, LinkGraph, index_current
+from vaultmem.index.graph import LinkGraph, index_current
 from vaultmem.indexer import refresh_paths
 from vaultmem.lookup import note_names
 from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
-from vaultmem.memory_state import link_targets
-from vaultmem.note import Note, parse_note, read_note
+from vaultmem.note import WIKILINK, Note, link_targets, parse_note, read_note
+from vaultmem.properties import OWNED_KEYS
 from vaultmem.vault import LinkResolver, NoteName
+from vaultmem.vocabulary import LINK_TYPES
 
 if TYPE_CHECKING:
     from vaultmem.retrieval.vsearch import VectorIndex

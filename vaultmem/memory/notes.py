@@ -2,7 +2,7 @@
 (`pin`/`unpin`, `snooze`/`unsnooze`, `forget`/`restore`).
 
 Each inverse is an undo: the line its command replaced (a user's `status: reading  # mine`)
-is kept in the note itself (``status_before``, :data:`vaultmem.frontmatter.UNDO_KEYS`) and
+is kept in the note itself (``status_before``, :data:`vaultmem.properties.UNDO_KEYS`) and
 given back exactly; a line the user changed by hand since is theirs and stays.
 
 Every function here changes notes only through :mod:`vaultmem.memory.writeback`: under
@@ -14,14 +14,16 @@ read at write time, never from a possibly stale manifest.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from vaultmem.confidence import confirmed, contradicted
 from vaultmem.config import Config
-from vaultmem.frontmatter import UNDO_KEYS, KeyLines, ReplacedLines, WriteResult, owned_problem
+from vaultmem.frontmatter.edit import KeyLines, ReplacedLines
+from vaultmem.frontmatter.files import WriteResult
+from vaultmem.frontmatter.owned import owned_problem
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import refresh_paths
 from vaultmem.memory.writeback import Compute, edit_notes, edit_notes_locked, locked
@@ -34,16 +36,16 @@ from vaultmem.memory_state import (
     stored_confidence,
 )
 from vaultmem.note import Note, read_note
+from vaultmem.properties import UNDO_KEYS
 from vaultmem.scores import (
     MemoryState,
-    confirmed,
-    contradicted,
     decay_score,
     normalize_tags,
     parse_half_life,
     reinforce,
     to_utc,
 )
+from vaultmem.surface_log import surfaced_in_session
 
 __all__ = [
     "Change",
@@ -58,7 +60,6 @@ __all__ = [
     "snooze_notes",
     "snooze_until",
     "state_from_meta",
-    "surfaced_in_session",
     "unpin_notes",
     "unsnooze_notes",
 ]
@@ -238,7 +239,7 @@ def reinforce_notes(
     A reinforcement is also a *confirmation* of every note when ``confirm``, and of the
     notes the surfacing log shows were surfaced in ``session`` (surfaced, then used: the
     agent relied on what vaultmem offered). A confirmation raises ``confidence`` one step
-    toward 1 (:func:`vaultmem.scores.confirmed`) and sets ``last_confirmed = now``.
+    toward 1 (:func:`vaultmem.confidence.confirmed`) and sets ``last_confirmed = now``.
 
     ``created`` is never written (a note without it stays without it). Takes the vault
     lock and re-indexes the notes.
@@ -258,35 +259,6 @@ def reinforce_notes(
         finally:
             # Also after a failure on a later note: the ones written are indexed.
             refresh_paths(config, paths)
-
-
-def surfaced_in_session(config: Config, session: str) -> frozenset[str]:
-    """The notes `surface` showed in ``session``, from the surfacing log (both of its
-    generations); an unreadable line or log counts as nothing surfaced."""
-    from vaultmem.agent.surface import log_path
-
-    current = log_path(config)
-    found: set[str] = set()
-    for path in (current.with_suffix(".jsonl.1"), current):
-        try:
-            lines = path.read_text("utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            continue
-        for line in lines:
-            found.update(_session_notes(line, session))
-    return frozenset(found)
-
-
-def _session_notes(line: str, session: str) -> list[str]:
-    """The notes of one log line when it belongs to ``session``."""
-    try:
-        run = json.loads(line)
-    except ValueError:
-        return []
-    if not isinstance(run, dict) or run.get("session") != session:
-        return []
-    notes = run.get("notes")
-    return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
 
 # --------------------------------------------------------------------------- contradiction
@@ -312,7 +284,7 @@ def _born(note: Note) -> tuple[float, int]:
 
 def contradiction(meta: Mapping[Any, Any]) -> dict[str, object]:
     """The owned-key update of a contradiction: ``confidence`` 0.25 lower, floor 0.2
-    (:func:`vaultmem.scores.contradicted`); nothing else changes."""
+    (:func:`vaultmem.confidence.contradicted`); nothing else changes."""
     before = stored_confidence(meta)
     after = contradicted(before)
     return {} if after == before else {"confidence": after}

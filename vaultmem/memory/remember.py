@@ -50,15 +50,9 @@ from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
 from vaultmem.memory_state import RETIRED_STATUSES
 from vaultmem.note import Note, read_note
 from vaultmem.prompts import render_note
-from vaultmem.scores import (
-    DEFAULT_TYPE,
-    NOTE_TYPES,
-    format_half_life,
-    parse_half_life,
-    tagged_apart,
-    to_utc,
-)
+from vaultmem.scores import format_half_life, parse_half_life, tagged_apart, to_utc
 from vaultmem.vault import LinkResolver, NoteName, note_path, strip_md, walk_notes
+from vaultmem.vocabulary import DEFAULT_TYPE, NOTE_TYPES
 
 __all__ = [
     "NEAR_DUPLICATE",

@@ -2,7 +2,7 @@
 
 Every mutation (``touch``, ``pin``, ``link``, ``promote``…) goes through :func:`edit_notes`
 or :func:`locked`: the vault's writer lock is held, each note is rewritten by
-:func:`vaultmem.frontmatter.update_note` (only vaultmem's keys change; an unchanged note
+:func:`vaultmem.frontmatter.files.update_note` (only vaultmem's keys change; an unchanged note
 is not rewritten; a note saved meanwhile is re-read), and the touched notes are
 re-indexed before the lock is released so the next search sees the new state.
 """
@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from vaultmem.config import Config
-from vaultmem.frontmatter import WriteResult, update_note
+from vaultmem.frontmatter.files import WriteResult, update_note
 from vaultmem.indexer import refresh_paths
 from vaultmem.vault import LinkResolver, vault_lock
 

@@ -44,8 +44,9 @@ from pathlib import PurePosixPath
 
 from vaultmem import scores
 from vaultmem.index.manifest import Entry
-from vaultmem.memory_state import NoteMemory, link_targets, note_memory
+from vaultmem.memory_state import NoteMemory, note_memory
 from vaultmem.model import HIDDEN_STATUSES, Hit
+from vaultmem.note import link_targets
 
 __all__ = [
     "CONTRADICTION_TIE",

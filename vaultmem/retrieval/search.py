@@ -11,7 +11,8 @@ from pathlib import Path
 
 from vaultmem.config import Config
 from vaultmem.errors import VaultmemError
-from vaultmem.index.lexical import LexicalHit, LexicalIndex, analyse, asked_terms
+from vaultmem.index.analysis import analyse, asked_terms
+from vaultmem.index.lexical import LexicalHit, LexicalIndex
 from vaultmem.model import Filters, Hit
 from vaultmem.note import read_note
 from vaultmem.retrieval.memory_rank import NoteWords, QueryTerms, Ranked, RankingOptions, rank

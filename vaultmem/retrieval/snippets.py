@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from vaultmem.index.lexical import analyse
+from vaultmem.index.analysis import analyse
 
 MAX_SNIPPET = 200
 

@@ -53,9 +53,9 @@ from vaultmem.model import (
     RememberRequest,
     SearchRequest,
 )
-from vaultmem.scores import NOTE_TYPES
 from vaultmem.servers.schema import Count, Switch
 from vaultmem.timeline import TimelineRequest
+from vaultmem.vocabulary import NOTE_TYPES
 
 Clock = Callable[[], datetime]
 PAGE = 100  # notes per page of resources/list
@@ -160,7 +160,7 @@ def _answer(work: Callable[[], object]) -> CallToolResult:
     except VaultmemError as exc:
         return _text(str(exc), error=True)
     except OSError as exc:
-        from vaultmem.cli import os_error_line
+        from vaultmem.errors import os_error_line
 
         return _text(os_error_line(exc), error=True)
     if isinstance(data, str):

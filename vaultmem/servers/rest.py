@@ -299,7 +299,7 @@ async def _on_http(request: Request, exc: Exception) -> Response:
 
 
 async def _on_os_error(request: Request, exc: Exception) -> Response:
-    from vaultmem.cli import os_error_line  # the CLI's own wording of the same failure
+    from vaultmem.errors import os_error_line
 
     assert isinstance(exc, OSError)
     if exc.errno == errno.ENAMETOOLONG:

@@ -52,8 +52,8 @@ from vaultmem.model import (
     RememberRequest,
     SearchRequest,
 )
-from vaultmem.scores import NOTE_TYPES
 from vaultmem.timeline import TimelineRequest
+from vaultmem.vocabulary import NOTE_TYPES
 
 # --- field types (both servers) -----------------------------------------------------------
 

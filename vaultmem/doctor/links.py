@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.config import Config
-from vaultmem.memory_state import link_targets
-from vaultmem.model import LINK_TYPES
+from vaultmem.note import link_targets
+from vaultmem.vocabulary import LINK_TYPES
 
 if TYPE_CHECKING:
-    from vaultmem.doctor import Finding
+    from vaultmem.doctor.findings import Finding
     from vaultmem.index import manifest as mf
 
 __all__ = ["SelfLink", "link_findings", "self_links"]
@@ -66,7 +66,7 @@ def _fix(link: SelfLink) -> str:
 def link_findings(config: Config, entries: Mapping[str, mf.Entry]) -> list[Finding]:
     """The ``links`` findings: dangling typed links, typed links to the note itself, or
     one ``ok``."""
-    from vaultmem.doctor import Finding
+    from vaultmem.doctor.findings import Finding
     from vaultmem.memory.links import dangling_links
 
     memory = {p: e.memory for p, e in entries.items()}

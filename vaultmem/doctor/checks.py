@@ -11,17 +11,22 @@ soundness test, the lock's holder, the embed sweep's records, the link resolver.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from vaultmem.config import Config, RoleConfig
-from vaultmem.doctor_keys import key_findings
-from vaultmem.doctor_templates import template_findings
+from vaultmem.doctor.findings import (
+    PROBE_TIMEOUT_S,
+    DoctorReport,
+    Finding,
+    Surroundings,
+)
+from vaultmem.doctor.keys import key_findings
+from vaultmem.doctor.templates import template_findings
 from vaultmem.errors import ConfigError, VaultmemError
 from vaultmem.index import manifest as mf
 from vaultmem.vault import FileStat, lock_state, walk_notes
@@ -30,78 +35,7 @@ if TYPE_CHECKING:
     from vaultmem.embedding import VectorCheck
     from vaultmem.gitmerge.registration import MergeWiring
 
-Severity = Literal["ok", "warn", "problem"]
-PROBE_TIMEOUT_S = 2.0
 _LOCKS = (("lock", "index"), ("embed.lock", "embed"))
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One fact about the vault: ``ok``, ``warn`` (works, worth knowing) or ``problem``.
-
-    ``repair`` names what :func:`repair` does about it ("" when it cannot); ``fix`` is
-    the command or step a person runs instead.
-    """
-
-    check: str
-    severity: Severity
-    message: str
-    repair: str = ""
-    fix: str = ""
-    repaired: bool = False
-
-    @property
-    def repairable(self) -> bool:
-        """Whether ``doctor --repair`` fixes it."""
-        return bool(self.repair)
-
-    def as_json(self) -> dict[str, Any]:
-        """The ``--json`` shape of one finding."""
-        return {
-            "check": self.check,
-            "severity": self.severity,
-            "message": self.message,
-            "repairable": self.repairable,
-            "repaired": self.repaired,
-            "fix": self.fix,
-        }
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    """Every finding, in check order."""
-
-    findings: tuple[Finding, ...]
-
-    @property
-    def healthy(self) -> bool:
-        """No problem left (warnings allowed)."""
-        return not any(f.severity == "problem" for f in self.findings)
-
-    def count(self, severity: Severity) -> int:
-        """How many findings have ``severity``."""
-        return sum(1 for f in self.findings if f.severity == severity)
-
-    def as_json(self) -> dict[str, Any]:
-        """``{"healthy": bool, "findings": [...]}``."""
-        return {"healthy": self.healthy, "findings": [f.as_json() for f in self.findings]}
-
-
-@dataclass(frozen=True)
-class Surroundings:
-    """What doctor looks at outside the vault, passed in by the CLI."""
-
-    home: Path  # for the user's Claude Code settings
-    cwd: Path  # for the project's Claude Code settings
-    timeout: float = PROBE_TIMEOUT_S  # per endpoint probe
-    search_path: str = ""  # PATH, where git looks for the merge driver's program
-
-
-def config_failure(error: str, warnings: Sequence[str] = ()) -> DoctorReport:
-    """The report when the configuration does not load: nothing else can be checked."""
-    found = [Finding("configuration", "warn", w, fix="fix the key") for w in warnings]
-    found.append(Finding("configuration", "problem", error, fix="fix the value"))
-    return DoctorReport(tuple(found))
 
 
 def diagnose(config: Config, around: Surroundings) -> DoctorReport:
@@ -117,8 +51,10 @@ def diagnose(config: Config, around: Surroundings) -> DoctorReport:
         ("vectors", lambda: _vectors(config)),
         ("endpoints", lambda: _endpoints(config, around.timeout)),
         ("hooks", lambda: _hooks(config, around)),
-        ("server", lambda: _server(config)),
     ]
+    server = around.server
+    if server is not None:
+        checks.append(("server", lambda: server.findings(config)))
     found: list[Finding] = []
     for name, check in checks:
         try:
@@ -137,24 +73,27 @@ def repair(config: Config, report: DoctorReport, around: Surroundings) -> Doctor
     """
     done: list[Finding] = []
     ran: set[str] = set()
+    repairs = dict(_REPAIRS)
+    if around.server is not None:
+        repairs["server"] = around.server.repair
     current = report
     for _round in range(2):
-        todo = [
-            a for a in _REPAIRS if a not in ran and any(f.repair == a for f in current.findings)
-        ]
+        todo = [a for a in repairs if a not in ran and any(f.repair == a for f in current.findings)]
         if not todo:
             break
         for action in todo:
             ran.add(action)
-            done.append(_run_repair(config, action, current))
+            done.append(_run_repair(config, repairs[action], action, current))
         current = diagnose(config, around)
     return DoctorReport((*done, *current.findings))
 
 
-def _run_repair(config: Config, action: str, report: DoctorReport) -> Finding:
+def _run_repair(
+    config: Config, run: Callable[[Config], str], action: str, report: DoctorReport
+) -> Finding:
     check = next(f.check for f in report.findings if f.repair == action)
     try:
-        message = _REPAIRS[action](config)
+        message = run(config)
     except (VaultmemError, OSError, sqlite3.Error) as exc:
         return Finding(check, "problem", f"repair failed: {exc}")
     return Finding(check, "ok", message, repair=action, repaired=True)
@@ -315,7 +254,7 @@ def _about(path: str, why: str) -> str:
 
 
 def _links(config: Config, entries: Mapping[str, mf.Entry]) -> list[Finding]:
-    from vaultmem.doctor_links import link_findings
+    from vaultmem.doctor.links import link_findings
 
     return link_findings(config, entries)
 
@@ -506,65 +445,6 @@ def _hooks(config: Config, around: Surroundings) -> list[Finding]:
     return found
 
 
-# -- server ---------------------------------------------------------------------------------
-
-
-def _server(config: Config) -> list[Finding]:
-    """A running `serve` holds its lock file for its whole life (see
-    :mod:`vaultmem.servers.serve`): an advertisement without a holder is a dead server's,
-    one that fails the thin client's checks is ignored by every client. Then the token,
-    and every vaultmem server process running for the vault, advertised or not."""
-    from vaultmem.client import ADVERTISEMENT
-    from vaultmem.servers.serve import LOCK_NAME, advertised, server_processes
-
-    cache_dir = config.cache_dir
-    path = cache_dir / ADVERTISEMENT
-    found, problem = advertised(cache_dir)
-    if found is not None:
-        where = found.url or found.socket or f"port {found.port}"
-        result = [Finding("server", "ok", f"server running (pid {found.pid}, {where})")]
-        if found.auth == "none":
-            message = "the server requires no token (--no-auth): any local user can use it"
-            result.append(Finding("server", "warn", message, fix="restart it without --no-auth"))
-    elif problem:
-        message = f"{path} is ignored by every client: {problem}"
-        result = [Finding("server", "problem", message, repair="server")]
-    elif path.exists() and not lock_state(cache_dir, LOCK_NAME).held:
-        message = f"{path} advertises a server that is not running: clients try it in vain"
-        result = [Finding("server", "problem", message, repair="server")]
-    else:
-        result = [Finding("server", "ok", "no server running")]
-    result += _token(cache_dir)
-    for process in server_processes(config.vault, cache_dir):
-        if found is not None and process.pid == found.pid:
-            continue
-        if process.command == "serve":
-            message = (
-                f"pid {process.pid}: `vaultmem serve` runs for this vault but is not its "
-                "advertised server (its cache was removed or replaced under it)"
-            )
-            result.append(Finding("server", "problem", message, fix=f"kill {process.pid}"))
-        else:
-            message = f"pid {process.pid}: `vaultmem {process.command}` serves this vault"
-            result.append(Finding("server", "ok", message))
-    return result
-
-
-def _token(cache_dir: Path) -> list[Finding]:
-    from vaultmem.servers.auth import token_path, token_problem
-
-    path = token_path(cache_dir)
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return [Finding("server", "ok", "no server token yet (the first `serve` makes one)")]
-    problem = token_problem(path, info)
-    if problem:
-        message = f"{path} cannot be used as the server token: {problem}"
-        return [Finding("server", "problem", message, fix=f"rm {path} (a new one is made)")]
-    return [Finding("server", "ok", f"server token in {path} (this user's alone)")]
-
-
 # -- repairs --------------------------------------------------------------------------------
 
 
@@ -594,27 +474,9 @@ def _repair_store(config: Config) -> str:
     return "deleted the unreadable vector store (run `vaultmem embed` to rebuild it)"
 
 
-def _repair_server(config: Config) -> str:
-    from vaultmem.client import ADVERTISEMENT
-    from vaultmem.servers.forward import is_socket_of
-
-    path = config.cache_dir / ADVERTISEMENT
-    try:
-        socket = json.loads(path.read_bytes()).get("socket")
-    except (OSError, ValueError, AttributeError):
-        socket = None
-    # Only the socket this cache's server would have made: the file names any path.
-    mine = isinstance(socket, str) and is_socket_of(config.cache_dir, Path(socket))
-    if mine and Path(str(socket)).is_socket():
-        Path(str(socket)).unlink(missing_ok=True)  # its server is gone: nobody listens on it
-    path.unlink(missing_ok=True)
-    return f"removed {path}, left by a server that is not running"
-
-
 # In this order: the index first, since the vector checks read what it holds.
 _REPAIRS: dict[str, Callable[[Config], str]] = {
     "index": _repair_index,
     "vector-store": _repair_store,
     "vectors": _repair_vectors,
-    "server": _repair_server,
 }

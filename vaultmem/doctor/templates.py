@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from vaultmem.config import Config
 
 if TYPE_CHECKING:
-    from vaultmem.doctor import Finding
+    from vaultmem.doctor.findings import Finding
 
 __all__ = ["template_findings"]
 
@@ -21,7 +21,7 @@ __all__ = ["template_findings"]
 def template_findings(config: Config) -> list[Finding]:
     """One ``templates`` finding: overrides left in the cache folder (warn, with the move
     command), else how many the vault overrides (ok)."""
-    from vaultmem.doctor import Finding
+    from vaultmem.doctor.findings import Finding
     from vaultmem.prompts import (
         LEGACY_OVERRIDE_DIR,
         OVERRIDE_DIR,

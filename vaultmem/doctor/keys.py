@@ -16,7 +16,7 @@ from vaultmem.errors import NoteError
 from vaultmem.properties import BARE, OWNED_KEYS
 
 if TYPE_CHECKING:
-    from vaultmem.doctor import Finding
+    from vaultmem.doctor.findings import Finding
 
 __all__ = ["key_findings"]
 
@@ -26,8 +26,8 @@ _SHOWN = 5  # notes named in a finding's message
 def key_findings(config: Config) -> list[Finding]:
     """The ``keys`` findings: users' keys vaultmem ignores (ok, one line each, up to five
     named), bare keys left behind under a prefix (warn), else one ok line."""
-    from vaultmem.doctor import Finding
-    from vaultmem.frontmatter import parse_meta
+    from vaultmem.doctor.findings import Finding
+    from vaultmem.frontmatter.scan import parse_meta
     from vaultmem.vault import walk_notes
 
     keys = config.keys

@@ -1,0 +1,55 @@
+"""The operations every front end offers, over one opened vault.
+
+The CLI, the MCP server (:mod:`vaultmem.servers.mcp`) and the REST API
+(:mod:`vaultmem.servers.rest`) are thin shells over these functions: each turns its input
+into the request values of :mod:`vaultmem.model`, calls one function here and renders
+what comes back. No rule lives in a front end.
+
+This package is the designed public surface: front ends write ``from vaultmem import
+api`` and call ``api.search(...)``, so this ``__init__`` imports the calls from the
+modules that hold them, and nothing else. :mod:`vaultmem.api.open_vault` holds
+:class:`OpenVault` (what is costly to open, kept while current; the lock every call
+takes), :mod:`vaultmem.api.reads` the calls that read (search, similar, surface, get,
+list, links, timeline, status) and :mod:`vaultmem.api.writes` those that write
+(remember, reinforce, change, link). Like every module of the package it may import the
+features below it (retrieval, memory, agent, lookup, model…), never a front end
+(:mod:`vaultmem.cli`, :mod:`vaultmem.servers`).
+"""
+
+from vaultmem.api.open_vault import OpenVault
+from vaultmem.api.reads import (
+    NotePage,
+    SearchResult,
+    excerpt,
+    get,
+    links,
+    list_notes,
+    ranking,
+    search,
+    similar,
+    status,
+    surface,
+    timeline,
+)
+from vaultmem.api.writes import change, link, reinforce, remember, resolve_for_write
+
+__all__ = [
+    "NotePage",
+    "OpenVault",
+    "SearchResult",
+    "change",
+    "excerpt",
+    "get",
+    "link",
+    "links",
+    "list_notes",
+    "ranking",
+    "reinforce",
+    "remember",
+    "resolve_for_write",
+    "search",
+    "similar",
+    "status",
+    "surface",
+    "timeline",
+]

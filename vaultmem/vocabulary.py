@@ -1,0 +1,42 @@
+"""The closed vocabularies of a note's memory (SPEC §4): its types, each type's default
+half-life, and the typed links.
+
+The ground floor: the request models (:mod:`vaultmem.model`) check a type against these,
+and the formulas (:mod:`vaultmem.scores`) read the half-lives; both import this module,
+which imports nothing of vaultmem.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+DEFAULT_TYPE = "note"
+DEFAULT_HALF_LIVES: dict[str, timedelta | None] = {
+    "decision": None,
+    "hub": None,
+    "antipattern": None,
+    "preference": None,
+    "project": timedelta(days=120),
+    "research": timedelta(days=90),
+    "note": timedelta(days=60),
+    "progress": timedelta(days=45),
+    "handoff": timedelta(days=30),
+    "observation": timedelta(days=14),
+}
+NOTE_TYPES: tuple[str, ...] = tuple(DEFAULT_HALF_LIVES)
+# Durable = never-decaying by type; such notes are never garbage-collected, whatever
+# half-life their frontmatter happens to carry (e.g. a short-term one from `remember`).
+DURABLE_TYPES: frozenset[str] = frozenset(t for t, h in DEFAULT_HALF_LIVES.items() if h is None)
+
+# The closed vocabulary of typed links (frontmatter keys holding "[[Note]]" lists), in
+# the order of vaultmem's owned keys.
+LINK_TYPES: tuple[str, ...] = (
+    "supersedes",
+    "superseded_by",
+    "related",
+    "refines",
+    "duplicate_of",
+    "caused_by",
+    "contradicts",
+    "promoted_from",
+)
