@@ -225,7 +225,8 @@ def test_the_readme_quick_start_commands_are_the_ones_ci_reads() -> None:
     """`.ci/run` greps the test command out of the README: it must still be there, once."""
     readme = (REPO / "README.md").read_text("utf-8")
     test_command = re.findall(r'^(?:CMAKE_ARGS="[^"]*" )?pip install .*\[test\].*$', readme, re.M)
-    assert len(test_command) == 1 and test_command[0].endswith("python -m pytest")
+    assert len(test_command) == 1
+    assert test_command[0].endswith("python -m pytest -n auto --dist loadfile")
     assert re.search(r"^pip install \. && vaultmem --vault example-vault index && ", readme, re.M)
 
 
