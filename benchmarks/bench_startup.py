@@ -13,8 +13,11 @@ each and its ratio to the bare interpreter:
 - ``hook prompt`` with a realistic UserPromptSubmit payload on stdin
 
 then what ``search`` imports that it should not (pydantic, yaml, asyncio, numpy…).
+``--before PATH`` (a checkout of earlier code, e.g. ``git worktree add /tmp/old REV``)
+adds its ``--help``, ``search`` and ``hook prompt`` to the same loop, interleaved; the
+vault is then indexed by the earlier code, which this code reads as it is.
 
-    python benchmarks/bench_startup.py [--runs 20] [--vault PATH]
+    python benchmarks/bench_startup.py [--runs 20] [--vault PATH] [--before PATH]
 """
 
 from __future__ import annotations
@@ -53,30 +56,42 @@ def _prompt(vault: Path) -> bytes:
     ).encode()
 
 
-def _cases(vault: Path) -> dict[str, tuple[list[str], bytes]]:
+Case = tuple[list[str], bytes, Path]  # command, stdin, the folder whose code it runs
+
+
+def _cases(vault: Path, before: Path | None) -> dict[str, Case]:
     vm = _vaultmem(vault)
     words = ["redis cache", "-n", "3"]
-    return {
-        "python -c pass": ([sys.executable, "-c", "pass"], b""),
-        "vaultmem --help": ([*vm, "--help"], b""),
-        "search": ([*vm, "search", *words], b""),
-        "vsearch": ([*vm, "vsearch", *words], b""),
-        "query": ([*vm, "query", *words], b""),
-        "hook prompt": ([*vm, "hook", "prompt"], _prompt(vault)),
+    cases = {
+        "python -c pass": ([sys.executable, "-c", "pass"], b"", REPO),
+        "vaultmem --help": ([*vm, "--help"], b"", REPO),
+        "search": ([*vm, "search", *words], b"", REPO),
+        "vsearch": ([*vm, "vsearch", *words], b"", REPO),
+        "query": ([*vm, "query", *words], b"", REPO),
+        "hook prompt": ([*vm, "hook", "prompt"], _prompt(vault), REPO),
     }
+    if before is not None:
+        for name in ("vaultmem --help", "search", "hook prompt"):
+            cmd, stdin, _ = cases[name]
+            cases[f"before: {name}"] = (cmd, stdin, before)
+    return cases
 
 
-def _once(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
+def _once(case: Case, env: dict[str, str]) -> float:
+    cmd, stdin, code = case
     start = time.perf_counter()
-    subprocess.run(cmd, input=stdin, env=env, capture_output=True, check=True)
+    # `python -m` imports the package from its working folder first.
+    subprocess.run(cmd, input=stdin, env=env, cwd=code, capture_output=True, check=True)
     return time.perf_counter() - start
 
 
-def _prepare(source: Path, into: Path, env: dict[str, str]) -> Path:
+def _prepare(source: Path, into: Path, env: dict[str, str], code: Path) -> Path:
     vault = into / "vault"
     shutil.copytree(source, vault, ignore=shutil.ignore_patterns(".vaultmem"))
     for step in ("index", "embed"):
-        subprocess.run([*_vaultmem(vault), step], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [*_vaultmem(vault), step], env=env, cwd=code, check=True, capture_output=True
+        )
     return vault
 
 
@@ -97,24 +112,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--vault", type=Path, default=REPO / "example-vault")
+    parser.add_argument("--before", type=Path, help="a checkout of earlier code to compare")
     args = parser.parse_args()
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "0"}
     env.pop("VAULTMEM_VAULT", None)
     with tempfile.TemporaryDirectory() as tmp:
-        vault = _prepare(args.vault, Path(tmp), env)
-        cases = _cases(vault)
-        for cmd, stdin in cases.values():  # warm the page cache and the bytecode
-            _once(cmd, stdin, env)
+        vault = _prepare(args.vault, Path(tmp), env, args.before or REPO)
+        cases = _cases(vault, args.before)
+        for case in cases.values():  # warm the page cache and the bytecode
+            _once(case, env)
         times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.runs):
-            for name, (cmd, stdin) in cases.items():
-                times[name].append(_once(cmd, stdin, env))
+            for name, case in cases.items():
+                times[name].append(_once(case, env))
         search_imports = imported(cases["search"][0], env)
     bare = statistics.median(times["python -c pass"])
-    print(f"{'command':<18} {'median ms':>10} {'x bare':>7}   (median of {args.runs})")
+    print(f"{'command':<25} {'median ms':>10} {'x bare':>7}   (median of {args.runs})")
     for name, runs in times.items():
         median = statistics.median(runs)
-        print(f"{name:<18} {median * 1000:>10.1f} {median / bare:>7.1f}")
+        print(f"{name:<25} {median * 1000:>10.1f} {median / bare:>7.1f}")
     heavy = sorted(n for n in search_imports if n.split(".")[0] in HEAVY or n in HEAVY)
     print(f"search imports of {', '.join(HEAVY)}: {', '.join(heavy) or 'none'}")
 

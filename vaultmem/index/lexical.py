@@ -23,7 +23,18 @@ from typing import TYPE_CHECKING, Any
 from vaultmem.errors import IndexStateError, VaultmemError
 from vaultmem.index import manifest as mf
 from vaultmem.index.analysis import ENGLISH_STOP_WORDS, WORD_RE, query_terms, stemmed
-from vaultmem.index.lexical_schema import LEAD_FIELD, WRITER_OPTIONS, build_schema, note_document
+from vaultmem.index.lexical_schema import (
+    LEAD_FIELD,
+    WRITER_OPTIONS,
+    build_schema,
+    note_document,
+)
+
+# Whoosh pickles the schema into an index's table of contents by class path. Indexes
+# written before the schema moved to lexical_schema name `vaultmem.index.lexical.
+# WeightedText` and `LexicalCodec`; both stay reachable here, so they open after an upgrade.
+from vaultmem.index.lexical_schema import LexicalCodec as LexicalCodec  # noqa: E402
+from vaultmem.index.lexical_schema import WeightedText as WeightedText  # noqa: E402
 from vaultmem.index.live_stats import LiveBM25F, LiveStats
 from vaultmem.index.manifest import Entry
 from vaultmem.index.whoosh_light import light_imports
