@@ -134,3 +134,37 @@ def cli(vault: Path) -> Iterator[Cli]:
 def example_queries() -> list[dict]:
     """The query → expected-note pairs over example-vault/."""
     return [json.loads(x) for x in EXAMPLE_QUERIES.read_text("utf-8").splitlines() if x.strip()]
+
+
+# git as a person runs it, with no user or system config: a fixed author, HOME a folder
+# beside the repository, and this interpreter's bin first on PATH (git starts vaultmem's
+# merge driver by name).
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+}
+
+
+def run_git(
+    repo: Path, *args: str, config: tuple[str, ...] = (), ok: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run git in ``repo`` (``config``: extra ``-c`` settings); fails the test on a non-zero
+    exit unless ``ok`` is False."""
+    home = repo.parent / "git-home"
+    home.mkdir(exist_ok=True)
+    flags = [part for setting in ("commit.gpgsign=false", *config) for part in ("-c", setting)]
+    done = subprocess.run(
+        ["git", *flags, *args],
+        cwd=repo,
+        env={**GIT_ENV, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if ok and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: {done.returncode}\n{done.stdout}{done.stderr}")
+    return done

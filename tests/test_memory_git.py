@@ -5,38 +5,19 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_VAULT, Cli
+from conftest import EXAMPLE_VAULT, Cli, run_git
 
 from vaultmem.properties import OWNED_KEYS
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-}
 _KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 
 
 def git(vault: Path, *args: str) -> str:
     """Run git in the vault (no user or system config) and return its stdout."""
-    home = vault.parent / "git-home"
-    home.mkdir(exist_ok=True)
-    out = subprocess.run(
-        ["git", "-c", "core.quotepath=off", "-c", "commit.gpgsign=false", *args],
-        cwd=vault,
-        env={**GIT_ENV, "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout
+    return run_git(vault, *args, config=("core.quotepath=off",)).stdout
 
 
 def status(vault: Path) -> list[str]:

@@ -10,11 +10,10 @@ import json
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_VAULT, Cli
+from conftest import EXAMPLE_VAULT, Cli, run_git
 
 from vaultmem.confidence import confirmed
 from vaultmem.frontmatter.scan import parse_meta
@@ -26,31 +25,11 @@ NOTE = "decisions/Redis for caching.md"
 OTHER = "decisions/Memcached for session cache.md"
 # `vaultmem` (the driver git starts) from this interpreter's environment, and nothing of
 # the developer's: no user or system git config.
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-}
 
 
 def git(repo: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
     """Run git in ``repo`` as a person would (the driver runs as git starts it)."""
-    home = repo.parent / "git-home"
-    home.mkdir(exist_ok=True)
-    done = subprocess.run(
-        ["git", "-c", "commit.gpgsign=false", "-c", "pull.rebase=false", *args],
-        cwd=repo,
-        env={**GIT_ENV, "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if ok and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)}: {done.returncode}\n{done.stdout}{done.stderr}")
-    return done
+    return run_git(repo, *args, config=("pull.rebase=false",), ok=ok)
 
 
 def meta(machine: Machine, path: str = NOTE) -> dict:
