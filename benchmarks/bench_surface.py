@@ -32,6 +32,7 @@ from vaultmem import config as vconfig
 from vaultmem.agent import speak
 from vaultmem.agent import surface as sf
 from vaultmem.index.lexical import LexicalIndex
+from vaultmem.vocabulary import DEFAULT_SURFACE_PROFILE, SURFACE_PROFILES
 
 CACHE = VAULTS / "caches" / "surface-dev"
 SHIFTS = [-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0]
@@ -73,7 +74,9 @@ def _model(found: list[sf.Candidate], shift: float) -> speak.SpeakModel:
     return replace(base, bias=base.bias + shift)
 
 
-def _block(cfg, decision, found, shift=0.0, budget=sf.DEFAULT_BUDGET):
+def _block(
+    cfg, decision, found, shift=0.0, budget=SURFACE_PROFILES[DEFAULT_SURFACE_PROFILE].tokens
+):
     if decision.reason or not found:
         return "", []
     chosen = speak.select(found, forced=decision.forced, model=_model(found, shift))

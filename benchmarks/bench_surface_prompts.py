@@ -18,7 +18,7 @@ whole-process latency of ``vaultmem hook prompt`` (median and p95 of ``--runs`` 
 without a server and through a running one.
 
     python benchmarks/bench_surface_prompts.py [--split A|B|all] [--mode process|warm|both]
-        [--runs 20] [--skip-latency] [--misses]
+        [--runs 20] [--skip-latency] [--misses] [--profile quiet|normal|deep]
 """
 
 from __future__ import annotations
@@ -98,8 +98,9 @@ def open_fresh(vectors: bool) -> tuple[Path, Any, Any, Any]:
     return vault, config, index, backends
 
 
-def run(prompts: Iterable[dict], vectors: bool) -> list[Outcome]:
-    """Every prompt through `surface`, sessions in order, on a fresh vault."""
+def run(prompts: Iterable[dict], vectors: bool, profile: str | None = None) -> list[Outcome]:
+    """Every prompt through `surface` (with ``profile``, None: the default), sessions in
+    order, on a fresh vault."""
     from vaultmem.agent import surface as sf
 
     vault, config, index, backends = open_fresh(vectors)
@@ -107,7 +108,7 @@ def run(prompts: Iterable[dict], vectors: bool) -> list[Outcome]:
     out = []
     for n, row in enumerate(prompts):
         session = row["session"] or f"single-{n}"
-        request = sf.SurfaceRequest(row["prompt"], session=session)
+        request = sf.SurfaceRequest(row["prompt"], session=session, profile=profile)
         result = sf.surface(config, request, now=NOW, index=index, backends=backends)
         shown = tuple(note.path for note in result.notes)
         before = seen.setdefault(session, set())
@@ -192,12 +193,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--misses", action="store_true", help="print every wrong answer")
+    parser.add_argument("--profile", choices=["quiet", "normal", "deep"], help="default: normal")
     args = parser.parse_args()
     prompts = load(args.split)
-    report: dict[str, object] = {"split": args.split}
+    report: dict[str, object] = {"split": args.split, "profile": args.profile or "normal"}
     modes = ["process", "warm"] if args.mode == "both" else [args.mode]
     for mode in modes:
-        outcomes = run(prompts, vectors=mode == "warm")
+        outcomes = run(prompts, vectors=mode == "warm", profile=args.profile)
         report[mode] = summary(outcomes)
         if args.misses:
             print(f"--- {mode}: misses")

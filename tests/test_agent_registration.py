@@ -165,7 +165,7 @@ def test_a_shared_config_refuses_a_vault_outside_the_project(
     assert refused.exit_code == 1 and "outside this project" in refused.stderr
     assert not Path(".codex").exists()
     local = cli("hooks", "install", "--gemini", "--scope", "local", ok=False)
-    assert local.exit_code == 1 and "no 'local' scope" in local.stderr
+    assert local.exit_code == 2 and "no 'local' scope" in local.stderr
 
 
 def test_uninstall_of_an_agent_never_configured_writes_nothing(cli: Cli) -> None:

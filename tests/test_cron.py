@@ -78,10 +78,31 @@ def test_the_printed_lines_run_the_sweep_promote_and_gc(awkward: Cli, vectors_on
     (after,) = status(awkward)["embeddings"].values()
     assert after["unsplit_notes"] == 0 and after["embedded"] == after["fragments"]
 
+    promote = sh(lines["promote"])  # nothing has earned it: nothing for cron to mail
+    assert (promote.returncode, promote.stdout, promote.stderr) == (0, "", "")
+    gc = sh(lines["gc"])  # four inbox notes of the example have faded by now
+    assert gc.returncode == 0 and gc.stdout.count("archive ") == 4, gc.stdout
+    assert "would archive 4" in gc.stderr
+
+
+def test_a_cron_job_with_nothing_to_do_prints_nothing(awkward: Cli, vectors_on: None) -> None:
+    """cron mails whatever a job prints: each job is silent when it changes nothing, and
+    says what it did when it does."""
+    lines = jobs(awkward("cron").stdout)
+    awkward("gc")  # archive them, as a person reading the report would
+    awkward("index", "--no-embed")
+    for job in ("index", "promote", "gc"):
+        done = sh(lines[job])
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), (job, done)
+
+    title = "Tide tables come from the harbour office"
+    awkward("remember", title)
+    for _ in range(5):
+        awkward("touch", title)
     promote = sh(lines["promote"])
-    assert promote.returncode == 0 and "promote" in promote.stderr, promote.stderr
-    gc = sh(lines["gc"])
-    assert gc.returncode == 0 and "would archive" in gc.stderr, gc.stderr
+    assert promote.returncode == 0, promote.stderr
+    assert "→ memory/tide-tables-come-from-the-harbour-office.md" in promote.stdout
+    assert "promoted 1 note(s)" in promote.stderr
 
 
 def test_the_sweep_exits_75_while_another_sweep_holds_the_lock(awkward: Cli) -> None:

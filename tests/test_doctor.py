@@ -20,7 +20,9 @@ from local_server import free_port
 
 from vaultmem.index.records import parse_record, record_path
 from vaultmem.index.vectors import VectorStore
-from vaultmem.inference.local import DIMENSION, MODEL_ID
+from vaultmem.inference.local import DIMENSION, LocalEmbedder
+
+MODEL_ID = LocalEmbedder().model_id  # what the default embedder stores its vectors under
 
 
 def doctor(cli: Cli, *args: str, code: int | None = None) -> dict:

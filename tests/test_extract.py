@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import Cli
 from vaultmem.agent.redact import redact
 from vaultmem.agent.transcript import MAX_ENTRY_BYTES, MAX_TRANSCRIPT_BYTES
+from vaultmem.memory.remember import derive_title
 from vaultmem.note import parse_note
 from vaultmem.vocabulary import NOTE_TYPES
 
@@ -98,7 +99,8 @@ def test_rules_extract_exact_memories_from_claude_jsonl(vault: Path, cli: Cli) -
         assert meta["type"] == memory["type"]
         assert meta["tags"] == ["extracted"]
         assert meta["status"] == "active"
-        assert body.strip() == memory["text"]
+        # Under a heading derived from the text (`remember` without a title).
+        assert body.strip() == f"# {derive_title(memory['text'])}\n\n{memory['text']}"
     written = _everything_written(vault)
     # Thinking, tool output and subagent (sidechain) chatter are not memories.
     assert "Kafka" not in written and "never look at the cache config" not in written

@@ -88,8 +88,10 @@ def test_metavars_are_plain_words() -> None:
     assert "--vault VAULT" in out and "--cache-dir PATH" in out
     out = CliRunner().invoke(app, ["review", "--help"]).stdout
     assert re.search(r"--limit N\b", out), out
+    out = CliRunner().invoke(app, ["links", "--help"]).stdout
+    assert "Usage: vaultmem links [OPTIONS] NOTE\n" in out and "\n  NOTE  " in out
     out = CliRunner().invoke(app, ["get", "--help"]).stdout
-    assert "Usage: vaultmem get [OPTIONS] NOTE\n" in out and "\n  NOTE  " in out
+    assert "Usage: vaultmem get [OPTIONS] NOTE...\n" in out
     out = CliRunner().invoke(app, ["touch", "--help"]).stdout
     assert "Usage: vaultmem touch [OPTIONS] NOTE...\n" in out
 

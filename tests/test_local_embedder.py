@@ -12,7 +12,7 @@ from importlib.resources import files
 import pytest
 
 from vaultmem.errors import EndpointError, VaultmemError
-from vaultmem.inference import local
+from vaultmem.inference import local, quantized
 from vaultmem.inference.local import LocalEmbedder
 
 pytest.importorskip("onnxruntime")
@@ -50,7 +50,9 @@ def embedder() -> LocalEmbedder:
 
 def test_protocol_properties() -> None:
     emb = LocalEmbedder()
-    assert emb.model_id == "all-MiniLM-L6-v2-int8"
+    int8_id = f"all-MiniLM-L6-v2-int8dyn{quantized.RECIPE}-8199be6f"
+    assert emb.model_id == (int8_id if emb.int8 else local.MODEL_ID)
+    assert LocalEmbedder(int8=False).model_id == "all-MiniLM-L6-v2-int8"
     assert emb.dimension == 384
     assert emb.max_chars == 1000
     assert emb.batch_size == local.DEFAULT_BATCH_SIZE

@@ -92,15 +92,15 @@ def test_remember_writes_an_inbox_note_that_search_finds_at_once(
     assert hits[0]["path"] == path and hits[0]["title"] == "Deploy freeze"
 
 
-def test_remember_without_title_names_the_file_after_the_first_words(
+def test_remember_without_title_names_the_file_after_the_first_clause(
     cli: Cli, vault: Path, now: datetime
 ) -> None:
     text = "Ana prefers squash merges for feature branches, and rebases for hotfixes only."
     path = last_line(cli("remember", text).stdout)
-    assert path == "inbox/ana-prefers-squash-merges-for-feature-branches-and.md"
+    assert path == "inbox/ana-prefers-squash-merges-for-feature-branches.md"
     fm = meta(vault, path)
     assert "title" not in fm and "tags" not in fm and fm["type"] == "note"
-    assert body(vault, path) == text + "\n"
+    assert body(vault, path) == f"# Ana prefers squash merges for feature branches\n\n{text}\n"
 
 
 def test_remember_file_names_stay_unique(cli: Cli, vault: Path, now: datetime) -> None:
@@ -115,8 +115,10 @@ def test_remember_file_names_stay_unique(cli: Cli, vault: Path, now: datetime) -
 def test_remember_folder_and_stdin(cli: Cli, vault: Path, now: datetime) -> None:
     text = "Piped memory from a hook.\n\n- first point\n- second point\n\n"
     path = last_line(cli("remember", "-", "--folder", "scratch/agent", input=text).stdout)
-    assert path == "scratch/agent/piped-memory-from-a-hook-first-point-second.md"
-    assert body(vault, path) == "Piped memory from a hook.\n\n- first point\n- second point\n"
+    assert path == "scratch/agent/piped-memory-from-a-hook.md"
+    assert body(vault, path) == (
+        "# Piped memory from a hook\n\nPiped memory from a hook.\n\n- first point\n- second point\n"
+    )
 
 
 def test_exact_duplicate_in_the_inbox_creates_nothing_and_reinforces(

@@ -220,6 +220,16 @@ def test_why_without_the_prior_still_puts_the_current_decision_first(rcli: Cli) 
     assert (reached["link"], reached["from"], reached["hop"]) == ("superseded_by", MEMCACHED, 1)
 
 
+def test_why_reaches_a_linked_note_that_passes_a_tag_filter(rcli: Cli) -> None:
+    # The keyword index stores no tags: the linked note's tags come from the manifest.
+    hits = explained(rcli, "why did we move sessions to redis?", "-n", "5", "--tag", "decision")
+    reached = {h["path"]: h["explain"]["reached"] for h in hits if h["explain"]["reached"]}
+    assert reached[MEMCACHED]["text"] == f"via supersedes from {REDIS}, hop 1"
+    # A tag the linked note lacks still keeps it out.
+    hits = explained(rcli, "why did we move sessions to redis?", "-n", "5", "--tag", "infra/redis")
+    assert MEMCACHED not in [h["path"] for h in hits]
+
+
 def test_why_follows_caused_by_from_an_incident(rcli: Cli) -> None:
     # The question names the incident, so it is among the beam's seeds however the
     # pipeline ranks the notes that only mention it.

@@ -15,12 +15,14 @@ import pytest
 from conftest import run_vaultmem
 
 # Never on a keyword search: pydantic (typer's coercion), YAML (search parses no note),
-# asyncio/urllib (Whoosh's unused imports), the vector stack, other commands' modules.
+# asyncio/urllib/morph_en (Whoosh's unused imports), the vector stack, other commands'
+# modules.
 NOT_FOR_SEARCH = (
     "pydantic",
     "yaml",
     "asyncio",
     "urllib.request",
+    "whoosh.lang.morph_en",
     "numpy",
     "chromadb",
     "onnxruntime",
@@ -80,8 +82,11 @@ def test_whoosh_stand_ins_leave_the_real_modules_importable() -> None:
         "import sys\n"
         "import vaultmem.index.lexical\n"
         "assert 'urllib.request' not in sys.modules and 'cached_property' not in sys.modules\n"
+        "assert 'whoosh.lang.morph_en' not in sys.modules\n"
         "import urllib.request, cached_property\n"
         "assert callable(urllib.request.urlopen) and callable(cached_property.cached_property)\n"
+        "from whoosh.query import terms\n"
+        "assert 'ran' in terms.variations('running')\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

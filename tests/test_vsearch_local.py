@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import Cli, example_queries
 
+from vaultmem.inference.local import LocalEmbedder
+
 
 @pytest.fixture(scope="module")
 def embedded(embedded_example: Path) -> Path:
@@ -69,7 +71,7 @@ def test_similar_leaves_the_note_out(vcli: Cli) -> None:
 def test_status_reports_full_coverage(vcli: Cli) -> None:
     info = json.loads(vcli("status", "--json").stdout)
     ((model, cov),) = info["embeddings"].items()
-    assert model == "all-MiniLM-L6-v2-int8"
+    assert model == LocalEmbedder().model_id  # the shipped graph's unless [embed] int8
     assert cov["embedded"] == cov["fragments"] > 53 and cov["unsplit_notes"] == 0
     assert "embeddings:" in vcli("status").stdout
 

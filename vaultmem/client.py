@@ -29,7 +29,9 @@ Only ``search``, ``vsearch``, ``query``, ``surface`` and ``hook prompt`` are han
 is unsure of (a named vault, a moved cache, a stream that is not UTF-8, a terminal on
 stdin) is run in process, and so is every failure: no server, a stale file, a refused or
 slow connection, a declined request, a server gone mid-answer. ``VAULTMEM_NO_SERVER=1``
-turns forwarding off; so does a system without ``SO_PEERCRED`` (Linux has it).
+turns forwarding off; so does a system without ``SO_PEERCRED`` (Linux has it), and a
+``VAULTMEM_*`` variable vaultmem does not know (it is not forwarded, and the command run
+here warns of it).
 
 Standard library only, and only what the interpreter has loaded already or loads fast:
 this path must cost a few milliseconds over Python's own start-up.
@@ -47,7 +49,7 @@ import time
 from collections.abc import Mapping
 
 from vaultmem import __version__
-from vaultmem.environment import COMMAND_ENV
+from vaultmem.environment import COMMAND_ENV, ENV_PREFIX, KNOWN_ENV
 
 FORWARDED = frozenset({"search", "vsearch", "query", "surface"})
 ADVERTISEMENT = "server.json"
@@ -120,7 +122,7 @@ def _surface_reads_stdin(args: list[str]) -> bool:
             return False
         if arg == "--":
             return args[i + 1 : i + 2] in ([], ["-"])
-        if arg in ("--session", "--budget"):
+        if arg in ("--session", "--budget", "--profile"):
             i += 2
             continue
         if arg.startswith("-") and arg != "-":
@@ -404,6 +406,8 @@ def forward(argv: list[str]) -> int | None:
     env = os.environ
     if env.get("VAULTMEM_NO_SERVER", "") not in ("", "0") or not hasattr(socket, "SO_PEERCRED"):
         return None
+    if any(name.startswith(ENV_PREFIX) and name not in KNOWN_ENV for name in env):
+        return None  # a misspelt variable is not forwarded: run here, where it is warned of
     found = command_of(argv)
     if found is None or not (_utf8(sys.stdout) and _utf8(sys.stderr)):
         return None

@@ -9,19 +9,29 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.environment import ENV_KEYS
+from vaultmem.config_values import (
+    at_least,
+    coerce,
+    fraction,
+    one_of,
+    read_toml,
+    table,
+)
+from vaultmem.environment import ENV_KEYS, ENV_PREFIX, KNOWN_ENV
 from vaultmem.errors import ConfigError
 from vaultmem.properties import BARE, KeyScheme, parse_shared
+from vaultmem.vocabulary import DEFAULT_SURFACE_PROFILE, SURFACE_PROFILES
 
 VAULT_CONFIG_NAME = ".vaultmem.toml"
 DEFAULT_INCLUDE = ("**/*.md",)
 DEFAULT_EXCLUDE = (".obsidian/**", ".vaultmem/**", ".git/**", ".trash/**", "node_modules/**")
+# How the embedding endpoint is told a query from a document (vaultmem.inference.remote).
+INPUT_TYPE_STYLES = ("auto", "jina", "voyage", "cohere", "none")
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,10 @@ class RoleConfig:
     tpm_limit: int | None = None
     max_chars: int = 2000
     dimensions: int | None = None
+    input_type_style: str = "auto"  # the embed role's only (INPUT_TYPE_STYLES)
+    # The embed role's only: the in-process model computes in int8 (2.05x the fragments
+    # per CPU-second, dev vsearch MRR@10 0.837 as the shipped graph's; needs onnx).
+    int8: bool = False
 
     def __repr__(self) -> str:
         # Keys must never reach logs or tracebacks, repr included.
@@ -103,6 +117,8 @@ class Config:
     # that were surfaced and then used are reinforced (0: none).
     hooks_start_server: bool = True
     hooks_reinforce_max: int = 5
+    # The surfacing profile `hook prompt` and `surface` use unless told (SURFACE_PROFILES).
+    hooks_profile: str = DEFAULT_SURFACE_PROFILE
     # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
     # or ``[keys] prefix = "vm_"`` (``vm_status``) so they never meet a user's own keys.
     keys: KeyScheme = BARE
@@ -126,21 +142,6 @@ def user_config_path(env: Mapping[str, str]) -> Path:
     return Path(base).expanduser() / "vaultmem" / "config.toml"
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse a TOML file; a missing file is empty, a broken one a ConfigError naming it."""
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-
-
 def find_vault(start: Path) -> Path | None:
     """The nearest folder upward from ``start`` holding ``.vaultmem.toml`` or ``.obsidian/``."""
     here = start.resolve()
@@ -154,10 +155,10 @@ def resolve_vault(
     flag: str | None, env: Mapping[str, str], cwd: Path, user: Mapping[str, Any]
 ) -> Path:
     """Pick the vault: ``--vault PATH|NAME``, else ``VAULTMEM_VAULT``, else search upward."""
-    named = _table(user, "vaults")
+    named = table(user, "vaults")
     choice = flag or env.get("VAULTMEM_VAULT") or None
     if choice is None:
-        choice = _coerce(user.get("default_vault"), str, "default_vault")
+        choice = coerce(user.get("default_vault"), str, "default_vault")
         if choice is None:
             found = find_vault(cwd)
             if found is None:
@@ -167,14 +168,52 @@ def resolve_vault(
                 )
             return found
     if choice in named:
-        choice = _coerce(named[choice], str, f"vaults.{choice}")
-    path = Path(choice).expanduser()
-    if not path.is_absolute():
-        path = cwd / path
+        choice = coerce(named[choice], str, f"vaults.{choice}")
+    path = _vault_path(choice, cwd)
     if not path.is_dir():
         hint = f" (named vaults: {', '.join(sorted(named))})" if named else ""
         raise ConfigError(f"vault {choice!r} is not a folder or a named vault{hint}")
     return path.resolve()
+
+
+def _vault_path(choice: str, cwd: Path) -> Path:
+    """A vault path as written (``~`` expanded, relative to ``cwd``), not checked."""
+    path = Path(choice).expanduser()
+    return path if path.is_absolute() else cwd / path
+
+
+@dataclass(frozen=True)
+class NamedVault:
+    """A vault the user config names: ``[vaults] work = "~/notes"``, or ``default_vault``
+    given as a path (``name`` None). ``path`` is as written, resolved when it exists."""
+
+    name: str | None
+    path: Path
+    default: bool
+
+
+def named_vaults(env: Mapping[str, str], cwd: Path) -> tuple[NamedVault, ...]:
+    """The user config's ``[vaults]`` in the order written, ``default_vault`` marked (a
+    default that is a path and no named vault's comes last, unnamed).
+
+    Example:
+        >>> named_vaults({"HOME": "/home/me"}, Path("/"))  # doctest: +SKIP
+        (NamedVault(name='work', path=PosixPath('/home/me/notes'), default=True),)
+    """
+    user = read_toml(user_config_path(env))
+    default = coerce(user.get("default_vault"), str, "default_vault")
+    found = []
+    for name, value in table(user, "vaults").items():
+        path = _vault_path(coerce(value, str, f"vaults.{name}"), cwd)
+        found.append((name, path.resolve() if path.is_dir() else path))
+    default_path = None
+    if default is not None and default not in dict(found):
+        path = _vault_path(default, cwd)
+        default_path = path.resolve() if path.is_dir() else path
+    vaults = [NamedVault(n, p, n == default or p == default_path) for n, p in found]
+    if default_path is not None and not any(v.default for v in vaults):
+        vaults.append(NamedVault(None, default_path, True))
+    return tuple(vaults)
 
 
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,54 +251,24 @@ def split_globs(raw: str) -> list[str]:
 
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     layer: dict[str, Any] = {}
+    setters: dict[str, str] = {}  # dotted key -> the variable that set it
     for name, dotted in ENV_KEYS.items():
         raw = env.get(name)
         if raw is None or raw == "":
             continue
+        other = setters.setdefault(dotted, name)
+        if other != name and env[other].strip() != raw.strip():
+            # Two names of one setting (VAULTMEM_EMBED_TPM, VAULTMEM_EMBED_TPM_LIMIT):
+            # neither silently wins.
+            raise ConfigError(
+                f"{other}={env[other]!r} and {name}={raw!r} set the same {dotted}: "
+                "unset one, or give both the same value"
+            )
         value: Any = raw
         if dotted in ("include", "exclude"):
             value = [part.strip() for part in split_globs(raw) if part.strip()]
         _set_dotted(layer, dotted, value)
     return layer
-
-
-def _coerce(value: Any, kind: type, where: str) -> Any:
-    """``value`` as ``kind``; strings (from the environment) are parsed, TOML types must fit."""
-    if value is None:
-        return None
-    what = {str: "a string", bool: "true or false", int: "an integer", float: "a number"}[kind]
-    try:
-        if kind is str:
-            if not isinstance(value, str):
-                raise TypeError(value)
-            return value
-        if isinstance(value, str):
-            return _parse_bool(value) if kind is bool else kind(value)
-        if isinstance(value, bool) != (kind is bool):
-            raise TypeError(value)
-        if kind is int and isinstance(value, float) and not value.is_integer():
-            raise ValueError(value)
-        return kind(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: expected {what}, got {value!r}") from None
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-        raise ValueError(text)
-    return lowered in ("1", "true", "yes", "on")
-
-
-def _at_least(value: Any, kind: type, where: str, low: float, *, above: bool = False) -> Any:
-    """``value`` as ``kind``, refused below ``low`` (or at it, when ``above``)."""
-    number = _coerce(value, kind, where)
-    if number is not None and (number < low or (above and number == low)):
-        what = "an integer" if kind is int else "a number"
-        raise ConfigError(
-            f"{where}: expected {what} {'>' if above else '>='} {low:g}, got {value!r}"
-        )
-    return number
 
 
 # Each role's keys: (type, lowest value, whether the lowest value itself is refused).
@@ -285,10 +294,10 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
     "folders": frozenset({"inbox", "memory", "archive"}),
     "memory": frozenset({"stm_half_life", "prior_weight", "review_share"}),
     "query": frozenset({"expand"}),
-    "hooks": frozenset({"start_server", "reinforce_max"}),
+    "hooks": frozenset({"start_server", "reinforce_max", "profile"}),
     "keys": frozenset({"prefix", "shared"}),
     "chroma": frozenset({"host", "port", "token", "ssl"}),
-    "embed": frozenset(_ROLE_TYPES),
+    "embed": frozenset(_ROLE_TYPES) | {"input_type_style", "int8"},  # the embed role's own
     "llm": frozenset(_ROLE_TYPES),
     "rerank": frozenset(_ROLE_TYPES),
 }
@@ -297,12 +306,27 @@ COLLECTION_KEYS = frozenset({"path", "include", "exclude"})
 USER_KEYS = frozenset({"vaults", "default_vault"})
 
 
-def _unknown(where: str, key: str, choices: Mapping[str, str], source: str) -> str:
+def _unknown(
+    where: str, key: str, choices: Mapping[str, str], source: str, what: str = "key"
+) -> str:
     """The warning for ``key`` (shown as ``where``); ``choices`` maps known names to how to
     write them."""
     best = difflib.get_close_matches(key, list(choices), n=1, cutoff=0.6)
     hint = f"; did you mean {choices[best[0]]!r}?" if best else " (ignored)"
-    return f"unknown key {where!r} in {source}{hint}"
+    return f"unknown {what} {where!r} in {source}{hint}"
+
+
+def unknown_variables(env: Mapping[str, str]) -> list[str]:
+    """A warning for each ``VAULTMEM_*`` variable of ``env`` that vaultmem does not read,
+    naming the nearest one it does (``VAULTMEM_EMBED_TMP`` → ``VAULTMEM_EMBED_TPM``)."""
+    cut = len(ENV_PREFIX)
+    # Compared without the prefix every name shares, which would make any two look alike.
+    choices = {name[cut:]: name for name in sorted(KNOWN_ENV)}
+    return [
+        _unknown(name, name[cut:], choices, "the environment", what="variable")
+        for name in sorted(env)
+        if name.startswith(ENV_PREFIX) and name not in KNOWN_ENV
+    ]
 
 
 def unknown_keys(data: Mapping[str, Any], source: str, *, user: bool = False) -> list[str]:
@@ -323,39 +347,29 @@ def unknown_keys(data: Mapping[str, Any], source: str, *, user: bool = False) ->
     collections = data.get("collections")
     if isinstance(collections, Mapping):
         tables += [(f"collections.{n}", t, COLLECTION_KEYS) for n, t in collections.items()]
-    for prefix, table, keys in tables:
-        if isinstance(table, Mapping):
+    for prefix, section, keys in tables:
+        if isinstance(section, Mapping):
             named = {k: f"{prefix}.{k}" for k in keys}
-            found += [_unknown(f"{prefix}.{k}", k, named, source) for k in table if k not in keys]
+            found += [_unknown(f"{prefix}.{k}", k, named, source) for k in section if k not in keys]
     return found
 
 
-def _table(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    table = data.get(name, {})
-    if table is None:
-        return {}
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{name}: expected a table ([{name}]), got {table!r}")
-    return table
-
-
-def _fraction(value: Any, where: str) -> float:
-    number = _coerce(value, float, where)
-    if not 0.0 <= number <= 1.0:
-        raise ConfigError(f"{where}: expected a number from 0 to 1, got {value!r}")
-    return float(number)
-
-
 def _role(data: Mapping[str, Any], name: str) -> RoleConfig:
-    kwargs = {}
-    for key, value in _table(data, name).items():
+    kwargs: dict[str, Any] = {}
+    keys = table(data, name)
+    if name == "embed" and "input_type_style" in keys:
+        where = "embed.input_type_style"
+        kwargs["input_type_style"] = one_of(keys["input_type_style"], where, INPUT_TYPE_STYLES)
+    if name == "embed" and "int8" in keys:
+        kwargs["int8"] = coerce(keys["int8"], bool, "embed.int8")
+    for key, value in keys.items():
         if key in _ROLE_TYPES:
             kind, low, above = _ROLE_TYPES[key]
             where = f"{name}.{key}"
             kwargs[key] = (
-                _coerce(value, kind, where)
+                coerce(value, kind, where)
                 if low is None
-                else _at_least(value, kind, where, low, above=above)
+                else at_least(value, kind, where, low, above=above)
             )
     return RoleConfig(**kwargs)
 
@@ -370,7 +384,7 @@ def _globs(value: Any, where: str) -> tuple[str, ...]:
 
 def _folder(value: Any, where: str, *, root_ok: bool = True) -> str:
     """A folder setting: a relative path that stays inside the vault, normalised."""
-    text = _coerce(value, str, where)
+    text = coerce(value, str, where)
     rel = posixpath.normpath(text.strip("/")) if text.strip("/") else "."
     leaves = rel == ".." or rel.startswith("../")
     if text.startswith(("/", "~")) or leaves or (rel == "." and not root_ok):
@@ -382,7 +396,7 @@ def _folder(value: Any, where: str, *, root_ok: bool = True) -> str:
 
 def _collections(data: Mapping[str, Any]) -> tuple[Collection, ...]:
     out = []
-    for name, spec in _table(data, "collections").items():
+    for name, spec in table(data, "collections").items():
         if not isinstance(spec, Mapping) or "path" not in spec:
             raise ConfigError(f'[collections.{name}]: needs a path = "folder"')
         out.append(
@@ -402,7 +416,7 @@ _PREFIX_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,15}")
 def key_scheme(table: Mapping[str, Any]) -> KeyScheme:
     """The ``[keys]`` table as a :class:`KeyScheme`: ``prefix`` (letters, digits, ``_``,
     ``-``; ``""`` for bare keys) and ``shared`` (owned keys that stay bare)."""
-    prefix = _coerce(table.get("prefix", ""), str, "keys.prefix")
+    prefix = coerce(table.get("prefix", ""), str, "keys.prefix")
     if prefix and not _PREFIX_RE.fullmatch(prefix):
         raise ConfigError(
             f"keys.prefix: expected up to 16 letters, digits, '_' or '-' starting with a "
@@ -432,15 +446,15 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
     A value of the wrong type or out of range is a ConfigError naming the key and what
     it expects; ``warnings`` (unknown keys, from :func:`unknown_keys`) ride along.
     """
-    folders = _table(data, "folders")
-    memory = _table(data, "memory")
-    chroma = _table(data, "chroma")
-    query = _table(data, "query")
-    hooks = _table(data, "hooks")
-    embedder = _coerce(data.get("embedder", "local"), str, "embedder")
+    folders = table(data, "folders")
+    memory = table(data, "memory")
+    chroma = table(data, "chroma")
+    query = table(data, "query")
+    hooks = table(data, "hooks")
+    embedder = coerce(data.get("embedder", "local"), str, "embedder")
     if embedder not in ("local", "endpoint", "none"):
         raise ConfigError(f"embedder: expected local, endpoint or none, got {embedder!r}")
-    port = _at_least(chroma.get("port", 8000), int, "chroma.port", 1)
+    port = at_least(chroma.get("port", 8000), int, "chroma.port", 1)
     if port > 65535:
         raise ConfigError(f"chroma.port: expected a port from 1 to 65535, got {port!r}")
     return Config(
@@ -453,23 +467,26 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
         memory_folder=_folder(folders.get("memory", "memory"), "folders.memory"),
         archive_folder=_folder(folders.get("archive", "archive"), "folders.archive", root_ok=False),
         stm_half_life=str(memory.get("stm_half_life", "3d")),
-        prior_weight=_fraction(memory.get("prior_weight", 0.2), "memory.prior_weight"),
-        review_share=_fraction(memory.get("review_share", 0.3), "memory.review_share"),
-        lock_timeout=_at_least(data.get("lock_timeout", 30.0), float, "lock_timeout", 0),
+        prior_weight=fraction(memory.get("prior_weight", 0.2), "memory.prior_weight"),
+        review_share=fraction(memory.get("review_share", 0.3), "memory.review_share"),
+        lock_timeout=at_least(data.get("lock_timeout", 30.0), float, "lock_timeout", 0),
         embed=_role(data, "embed"),
         llm=_role(data, "llm"),
         rerank=_role(data, "rerank"),
         chroma=ChromaConfig(
-            host=_coerce(chroma.get("host"), str, "chroma.host") or None,
+            host=coerce(chroma.get("host"), str, "chroma.host") or None,
             port=port,
-            token=_coerce(chroma.get("token"), str, "chroma.token") or None,
-            ssl=_coerce(chroma.get("ssl", False), bool, "chroma.ssl"),
+            token=coerce(chroma.get("token"), str, "chroma.token") or None,
+            ssl=coerce(chroma.get("ssl", False), bool, "chroma.ssl"),
         ),
         embedder=embedder,
-        query_expand=_coerce(query.get("expand", False), bool, "query.expand"),
-        hooks_start_server=_coerce(hooks.get("start_server", True), bool, "hooks.start_server"),
-        hooks_reinforce_max=_at_least(hooks.get("reinforce_max", 5), int, "hooks.reinforce_max", 0),
-        keys=key_scheme(_table(data, "keys")),
+        query_expand=coerce(query.get("expand", False), bool, "query.expand"),
+        hooks_start_server=coerce(hooks.get("start_server", True), bool, "hooks.start_server"),
+        hooks_reinforce_max=at_least(hooks.get("reinforce_max", 5), int, "hooks.reinforce_max", 0),
+        hooks_profile=one_of(
+            hooks.get("profile", DEFAULT_SURFACE_PROFILE), "hooks.profile", tuple(SURFACE_PROFILES)
+        ),
+        keys=key_scheme(table(data, "keys")),
         warnings=tuple(warnings),
     )
 
@@ -533,6 +550,7 @@ def _layers(
     vault_file = read_toml(vault / VAULT_CONFIG_NAME)
     warnings = unknown_keys(user, str(user_path), user=True)
     warnings += unknown_keys(vault_file, VAULT_CONFIG_NAME)
+    warnings += unknown_variables(env)
     layered = {k: v for k, v in user.items() if k not in USER_KEYS}
     layered = _merge(layered, vault_file)
     layered = _merge(layered, _env_layer(env))

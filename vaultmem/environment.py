@@ -1,14 +1,18 @@
-"""The environment variables vaultmem's commands read, named once.
+"""The environment variables vaultmem reads, named once.
 
-:mod:`vaultmem.config` turns :data:`ENV_KEYS` into configuration; the thin client
-(:mod:`vaultmem.client`) forwards exactly :data:`COMMAND_ENV` to a running server, and
-the server applies exactly those to the command it runs, nothing else: a shell's API
-keys, tokens and other secrets never leave the process that holds them.
+:mod:`vaultmem.config` turns :data:`ENV_KEYS` into configuration and warns about a
+``VAULTMEM_*`` variable outside :data:`KNOWN_ENV` (naming the nearest known one); the
+thin client (:mod:`vaultmem.client`) forwards exactly :data:`COMMAND_ENV` to a running
+server, and the server applies exactly those to the command it runs, nothing else: a
+shell's API keys, tokens and other secrets never leave the process that holds them.
 
 No imports: the thin client loads this module before every command.
 """
 
 from __future__ import annotations
+
+# What every variable of vaultmem's is called.
+ENV_PREFIX = "VAULTMEM_"
 
 # Environment variables and the dotted config key each one sets.
 ENV_KEYS: dict[str, str] = {
@@ -16,6 +20,8 @@ ENV_KEYS: dict[str, str] = {
     "VAULTMEM_INCLUDE": "include",
     "VAULTMEM_EXCLUDE": "exclude",
     "VAULTMEM_EMBEDDER": "embedder",
+    "VAULTMEM_EMBED_INPUT_TYPE_STYLE": "embed.input_type_style",
+    "VAULTMEM_EMBED_INT8": "embed.int8",
     "VAULTMEM_QUERY_EXPAND": "query.expand",
     "VAULTMEM_HOOKS_START_SERVER": "hooks.start_server",
     "VAULTMEM_HOOKS_REINFORCE_MAX": "hooks.reinforce_max",
@@ -38,10 +44,25 @@ for _name in ("embed", "llm", "rerank"):
         ("TIMEOUT", "timeout"),
         ("MAX_RETRIES", "max_retries"),
         ("TPM", "tpm_limit"),
+        # The name ClawMem users know, for the same key: set both only to one value.
+        ("TPM_LIMIT", "tpm_limit"),
         ("MAX_CHARS", "max_chars"),
         ("DIMENSIONS", "dimensions"),
     ):
-        ENV_KEYS[f"VAULTMEM_{_name.upper()}_{_suffix}"] = f"{_name}.{_key}"
+        ENV_KEYS[f"{ENV_PREFIX}{_name.upper()}_{_suffix}"] = f"{_name}.{_key}"
+
+# The other variables vaultmem reads (none of them configuration), and what each does.
+OTHER_ENV: dict[str, str] = {
+    "VAULTMEM_VAULT": "the vault, when there is no --vault",
+    "VAULTMEM_CONFIG": "the user config file, instead of ~/.config/vaultmem/config.toml",
+    "VAULTMEM_NOW": "the clock, pinned (ISO 8601), for tests and replays",
+    "VAULTMEM_NO_SERVER": "1: run every command in process, never through `serve`",
+    "VAULTMEM_SERVE_TOKEN": "the server's bearer token (`serve`, and the agents it configures)",
+    "VAULTMEM_TEST_FORWARD_DELAY": "tests only: seconds each forwarded answer waits",
+}
+
+# Every VAULTMEM_* name vaultmem reads; any other is a warning.
+KNOWN_ENV: frozenset[str] = frozenset({*ENV_KEYS, *OTHER_ENV})
 
 # Everything a forwarded command (`search`, `vsearch`, `query`, `surface`, `hook prompt`)
 # reads from the environment: the configuration above; which vault and which user config

@@ -16,19 +16,35 @@ import hashlib
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cache
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["Fragment", "PATH_SEPARATOR", "fragments", "heading_text"]
 
 PATH_SEPARATOR = " > "
 
-# Block structure is all we need: the inline pass (emphasis, links…) is half of
-# markdown-it's time and tells us nothing about where headings are.
-_BLOCK_MD = MarkdownIt("commonmark")
-_BLOCK_MD.disable(["inline", "text_join"])
-_INLINE_MD = MarkdownIt("commonmark")
+
+# Built on first use: importing markdown-it and building a parser costs ~15 ms, which a
+# process that only reads fragment records (a search, a hook) must not pay.
+@cache
+def _block_md() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    # Block structure is all we need: the inline pass (emphasis, links…) is half of
+    # markdown-it's time and tells us nothing about where headings are.
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
+
+
+@cache
+def _inline_md() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
 
 # A top-level heading line starts with ≤3 spaces then '#' (ATX) or is an underline of
 # '=' / '-' (setext). A body with no such line has no headings: skip the parser.
@@ -80,7 +96,7 @@ def heading_text(source: str) -> str:
     if _INLINE_MARKUP.isdisjoint(text):
         return _squash(text)  # the common case: no markup, no parser call
     parts: list[str] = []
-    for token in _INLINE_MD.parseInline(text):
+    for token in _inline_md().parseInline(text):
         for child in token.children or []:
             if child.type in ("text", "code_inline", "image"):
                 parts.append(child.content)
@@ -97,7 +113,7 @@ def _headings(src: str) -> list[tuple[int, int, str]]:
     """
     if _MAYBE_HEADING.search(src) is None:
         return []
-    tokens = _BLOCK_MD.parse(src)
+    tokens = _block_md().parse(src)
     found: list[tuple[int, int, str]] = []
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map is not None:

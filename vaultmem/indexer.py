@@ -28,7 +28,7 @@ from typing import Any
 
 from vaultmem.config import Config
 from vaultmem.errors import IndexStateError, NoteError, VaultmemError, VaultmemWarning
-from vaultmem.index import lexical
+from vaultmem.index import lexical, stamps
 from vaultmem.index import manifest as mf
 from vaultmem.index.graph import LinkGraph
 from vaultmem.index.lexical import LexicalIndex
@@ -239,6 +239,7 @@ class _Run:
         generation = lexical.new_generation()
         index = LexicalIndex.create(lexical.location(cache, generation))
         todo: list[tuple[FileStat, bytes | None]] = [(f, None) for f in walk_notes(self.config)]
+        seen = stamps.taken(self.config.vault, [f for f, _ in todo])
         procs = self.workers if self.workers is not None else (os.cpu_count() or 1)
         if procs > 1 and len(todo) >= PARALLEL_MIN_NOTES:
             parsed = _build_parallel(
@@ -258,6 +259,7 @@ class _Run:
                 pending="",
                 last_index=self._stamp(),
                 lexical_schema=SCHEMA_VERSION,
+                stamps=seen.dump(),
             )
         lexical.remove_generations(cache, generation)
         return _report(parsed, updated=0, unchanged=0, removed=0, rebuilt=True)
@@ -268,6 +270,7 @@ class _Run:
         lexical.remove_generations(cache, state.generation)  # left by a killed rebuild
         stats = store.stats()
         plan = mf.plan(stats, walk_notes(self.config))
+        seen = stamps.taken(self.config.vault, [*plan.new, *plan.changed, *plan.unchanged])
         touched: dict[str, mf.Entry] = {}
         old = store.get_many(f.path for f in plan.changed)
         todo: list[tuple[FileStat, bytes | None]] = [(f, None) for f in plan.new]
@@ -290,7 +293,9 @@ class _Run:
             store.upsert({**touched, **parsed.entries})
             store.delete(plan.removed)
             _save_relinked(relink, obsolete)
-            store.set_meta(fingerprint=fingerprint, pending="", last_index=self._stamp())
+            store.set_meta(
+                fingerprint=fingerprint, pending="", last_index=self._stamp(), stamps=seen.dump()
+            )
         updated = sum(1 for p in parsed.entries if p in stats)
         unchanged = store.count() - len(parsed.entries)
         return _report(parsed, updated, unchanged, len(plan.removed), rebuilt=False)
@@ -449,6 +454,12 @@ def _refresh(config: Config, store: mf.Store, paths: Iterable[str], removed: Ite
         # An update interrupted before this one is still owed to the next `index`.
         pending = "1" if state.pending else ""
         store.set_meta(fingerprint=lexical.fingerprint(directory), pending=pending)
+        # The folders written in stay current for the stale-index hint (index.stamps).
+        recorded = stamps.Stamps.parse(state.stamps)
+        if recorded is not None:
+            written = [f.path for f, _ in todo]
+            after = stamps.rerecorded(recorded, config.vault, written, gone)
+            store.set_meta(stamps=after.dump())
 
 
 def _save_relinked(relink: FragmentRelink, obsolete: Iterable[str]) -> None:

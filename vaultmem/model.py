@@ -9,7 +9,8 @@ front ends all look down on it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from vaultmem.errors import RequestError
 from vaultmem.vocabulary import NOTE_TYPES
@@ -76,18 +77,75 @@ def has_words(text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class DateWindow:
+    """A date window as instants (aware UTC), either end open; both ends are inside it.
+
+    Example:
+        >>> DateWindow(since=datetime(2026, 11, 1, tzinfo=UTC)).holds(None, now)  # doctest: +SKIP
+        True
+    """
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def holds(self, *times: datetime | None) -> bool:
+        """Whether any of ``times`` falls in the window (None never does)."""
+        return any(
+            when is not None
+            and (self.since is None or when >= self.since)
+            and (self.until is None or when <= self.until)
+            for when in times
+        )
+
+
+def split_names(raw: str | Iterable[str] | None, what: str) -> tuple[str, ...]:
+    """``"a, b"`` (or a list of such) → ``("a", "b")``: stripped, blanks and repeats
+    dropped, each checked by :func:`check_text` (RequestError naming ``what``)."""
+    items = [raw] if isinstance(raw, str) else list(raw or ())
+    names: dict[str, None] = {}
+    for item in items:
+        if not isinstance(item, str):
+            raise RequestError(f"{what} must be text or a list of text, not {item!r}")
+        check_text(item, what)
+        names.update(dict.fromkeys(n.strip() for n in item.split(",") if n.strip()))
+    return tuple(names)
+
+
+@dataclass(frozen=True)
 class Filters:
-    """Restrictions every search command accepts (all optional)."""
+    """Restrictions every search command accepts (all optional).
+
+    ``collections``: configured collection names, a note in any of them passes (``"a,b"``
+    and lists of such are split). ``since``/``until``: a date window as asked, each an
+    ISO date or datetime or a duration back from now (``7d``, ``2w``, ``12h``; a bare
+    ``until`` date includes its day); a note passes when its ``created`` (else the file's
+    mtime: "first seen") or its ``last_used`` falls in it. :mod:`vaultmem.api` resolves
+    them against the request's clock into ``window``, which is what retrieval applies
+    (RequestError for a bad value there).
+
+    Example:
+        >>> Filters(collections=("work, ops", "work")).collections
+        ('work', 'ops')
+    """
 
     folder: str | None = None
     tag: str | None = None
     type: str | None = None
     status: str | None = None
-    collection: str | None = None
+    collections: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    window: DateWindow | None = None
 
     def __post_init__(self) -> None:
-        for one in fields(self):
-            check_text(getattr(self, one.name), one.name)
+        for name in ("folder", "tag", "type", "status", "since", "until"):
+            check_text(getattr(self, name), name)
+        object.__setattr__(self, "collections", split_names(self.collections, "collection"))
+
+    @property
+    def dated(self) -> bool:
+        """Whether a date window was asked for (``since`` or ``until``)."""
+        return self.since is not None or self.until is not None
 
 
 @dataclass(frozen=True)

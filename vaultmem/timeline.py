@@ -40,6 +40,7 @@ __all__ = [
     "note_timeline",
     "parse_around",
     "parse_when",
+    "window_bound",
     "window_timeline",
 ]
 
@@ -137,7 +138,8 @@ class TimelineRequest:
 
     def window(self, now: datetime) -> tuple[datetime | None, datetime | None]:
         """``since`` and ``until`` as datetimes (RequestError naming a bad one)."""
-        return _bound("since", self.since, now), _bound("until", self.until, now, end=True)
+        since = window_bound("since", self.since, now)
+        return since, window_bound("until", self.until, now, end=True)
 
     def around_span(self) -> timedelta:
         """``around`` as a duration (RequestError when it is not one)."""
@@ -147,8 +149,11 @@ class TimelineRequest:
             raise RequestError(f"around: {exc}") from None
 
 
-def _bound(name: str, text: str | None, now: datetime, *, end: bool = False) -> datetime | None:
-    """One bound of a request's window (see :func:`parse_when`), RequestError if bad."""
+def window_bound(
+    name: str, text: str | None, now: datetime, *, end: bool = False
+) -> datetime | None:
+    """One bound of a request's window (see :func:`parse_when`), RequestError naming
+    ``name`` if bad: a timeline's, and a search's ``since``/``until``."""
     if text is None:
         return None
     try:

@@ -1,5 +1,5 @@
 """The closed vocabularies of a note's memory (SPEC §4): its types, each type's default
-half-life, and the typed links.
+half-life, and the typed links; and the named surfacing profiles.
 
 The ground floor: the request models (:mod:`vaultmem.model`) check a type against these,
 and the formulas (:mod:`vaultmem.scores`) read the half-lives; both import this module,
@@ -8,6 +8,7 @@ which imports nothing of vaultmem.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 DEFAULT_TYPE = "note"
@@ -40,3 +41,29 @@ LINK_TYPES: tuple[str, ...] = (
     "contradicts",
     "promoted_from",
 )
+
+
+@dataclass(frozen=True)
+class SurfaceProfile:
+    """A named surfacing budget: the most ``tokens`` (chars / 4) and ``notes`` a block
+    holds, and the ``floor`` the speak decision's margin must clear (0: as fit on the
+    benchmark; above 0 speaks less often, below 0 more)."""
+
+    name: str
+    tokens: int
+    notes: int
+    floor: float
+
+
+# Chosen on split A of benchmarks/data/surface_prompts.jsonl (BENCHMARKS.md, issue 22):
+# quiet keeps abstention >= 0.90 in both modes, deep trades abstention for the notes a
+# longer block reaches; normal is what the speak decision was fit for.
+SURFACE_PROFILES: dict[str, SurfaceProfile] = {
+    p.name: p
+    for p in (
+        SurfaceProfile("quiet", tokens=400, notes=2, floor=0.5),
+        SurfaceProfile("normal", tokens=800, notes=3, floor=0.0),
+        SurfaceProfile("deep", tokens=2000, notes=5, floor=-0.5),
+    )
+}
+DEFAULT_SURFACE_PROFILE = "normal"

@@ -34,14 +34,21 @@ VAULT_TOML = """\
 """
 
 
-def init_vault(folder: Path) -> list[str]:
+def init_vault(folder: Path, *, parents: bool = False) -> list[str]:
     """Create ``.vaultmem.toml`` and ``.vaultmem/.gitignore`` in ``folder`` if missing.
 
-    Returns the vault-relative names of what was created (nothing on a rerun).
+    ``folder`` itself is created when its parent exists; missing parents only with
+    ``parents`` (a mistyped path must not become a tree of folders). Returns the
+    vault-relative names of what was created (nothing on a rerun).
     """
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder} is not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    parent = folder.absolute().parent
+    if not parents and not folder.exists() and not parent.is_dir():
+        raise ConfigError(
+            f"cannot make {folder} a vault: {parent} does not exist (--parents creates it too)"
+        )
+    folder.mkdir(parents=parents, exist_ok=True)
     created = []
     toml = folder / VAULT_CONFIG_NAME
     if not toml.exists():

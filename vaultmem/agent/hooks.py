@@ -14,10 +14,12 @@ here: ``hook prompt`` runs on every prompt.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +34,10 @@ JOB_LOG_NAME = "hooks-jobs.log"
 SESSION_BRIEF_BUDGET = 2000
 # A server the SessionStart hook started stops after this long without a request.
 SERVER_IDLE = "2h"
+# Under the user's cache folder: one empty file per session told that the hooks have no
+# vault (removed after NOTICE_TTL_S: sessions end without telling).
+NOTICE_DIR = "hook-notices"
+NOTICE_TTL_S = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,41 @@ def context_output(claude_event: str, context: str) -> str:
         return ""
     output = {"hookSpecificOutput": {"hookEventName": claude_event, "additionalContext": context}}
     return json.dumps(output, ensure_ascii=False)
+
+
+def no_vault_notice(reason: str, where: Path) -> str:
+    """What the agent is told, once a session, when the hooks cannot open their vault
+    (``where``: the folder a relative or missing ``--vault`` was looked for from)."""
+    return (
+        f"vaultmem's memory hooks cannot open their vault, so they add nothing to this "
+        f"session: {reason} (looked for from {where}). `vaultmem hooks status` checks "
+        "the hook commands."
+    )
+
+
+def first_notice(cache: Path, session: str) -> bool:
+    """Whether ``session`` has not been given the notice yet, recording that it now is.
+
+    One empty file per session under ``cache``/:data:`NOTICE_DIR`, created exclusively
+    (two hooks of a session racing: one of them says it); files older than
+    :data:`NOTICE_TTL_S` go.
+    """
+    folder = make_cache(cache) / NOTICE_DIR
+    folder.mkdir(mode=0o700, exist_ok=True)
+    name = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        os.close(os.open(folder / name, flags, 0o600))
+    except FileExistsError:
+        return False
+    cutoff = time.time() - NOTICE_TTL_S
+    for old in folder.iterdir():
+        try:
+            if old.lstat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:
+            continue
+    return True
 
 
 def capture_commands(

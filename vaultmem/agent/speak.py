@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.vocabulary import DEFAULT_SURFACE_PROFILE, SURFACE_PROFILES, SurfaceProfile
+
 if TYPE_CHECKING:
     from vaultmem.index.lexical import LexicalIndex
     from vaultmem.model import Hit
@@ -33,9 +35,10 @@ __all__ = [
 
 # Whether to speak is one logistic decision over the candidate list (SpeakModel), fit on
 # split A of benchmarks/data/surface_prompts.jsonl and reported on split B
-# (benchmarks/tune_surface.py). Then at most SHOW_LIMIT notes, in the fused order, each
-# with at least RELATIVE_CUTOFF of the first one's fused score (no hit the benchmark
-# wants was below 0.33).
+# (benchmarks/tune_surface.py). Then at most the profile's notes (SurfaceProfile.notes),
+# in the fused order, each with at least RELATIVE_CUTOFF of the first one's fused score
+# (no hit the benchmark wants was below 0.33). The decision itself reads the first
+# SHOW_LIMIT notes, the list it was fit on, whatever the profile shows.
 SHOW_LIMIT = 3
 RELATIVE_CUTOFF = 0.3
 # More shared word pairs than this say no more (the fit's cap).
@@ -200,11 +203,15 @@ VECTOR_MODEL = SpeakModel(
 
 
 def select(
-    found: Sequence[Candidate], *, forced: bool = False, model: SpeakModel | None = None
+    found: Sequence[Candidate],
+    *,
+    forced: bool = False,
+    model: SpeakModel | None = None,
+    profile: SurfaceProfile = SURFACE_PROFILES[DEFAULT_SURFACE_PROFILE],
 ) -> list[Candidate]:
-    """The notes to speak of: none unless the list as a whole clears the decision, then
-    the first :data:`SHOW_LIMIT` in the fused order that keep :data:`RELATIVE_CUTOFF` of
-    the first one's fused score.
+    """The notes to speak of: none unless the list as a whole clears the decision (its
+    margin at least ``profile.floor``), then the first ``profile.notes`` in the fused
+    order that keep :data:`RELATIVE_CUTOFF` of the first one's fused score.
 
     ``model`` defaults to :data:`VECTOR_MODEL` when vectors ran (some candidate has a
     cosine), else :data:`KEYWORD_MODEL`. Which notes the session already saw is not
@@ -213,10 +220,10 @@ def select(
     if not found:
         return []
     chosen = model or (VECTOR_MODEL if any(c.cosine is not None for c in found) else KEYWORD_MODEL)
-    if chosen.score(found, forced) < 0:
+    if chosen.score(found, forced) < profile.floor:
         return []
     top = found[0].fused
-    shown = found[:SHOW_LIMIT]
+    shown = found[: profile.notes]
     if top is None or top <= 0:
         return list(shown)
     return [c for c in shown if c.fused is None or c.fused >= RELATIVE_CUTOFF * top]

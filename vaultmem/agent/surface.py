@@ -45,6 +45,7 @@ from vaultmem.errors import RequestError
 from vaultmem.model import check_limit, check_text
 from vaultmem.surface_log import SURFACE_DIR, append_run
 from vaultmem.vault import make_cache
+from vaultmem.vocabulary import SURFACE_PROFILES, SurfaceProfile
 
 if TYPE_CHECKING:
     from vaultmem.index.lexical import LexicalIndex
@@ -73,7 +74,6 @@ LONG_SNIPPET_RATIO = 0.95
 LONG_SNIPPET_CHARS = 400
 LONG_SNIPPET_NOTES = 2
 LONG_SNIPPET_LINES = 12
-DEFAULT_BUDGET = 800
 MIN_BUDGET = 50
 MAX_BUDGET = 100_000
 CANDIDATE_LIMIT = 6
@@ -88,21 +88,36 @@ SESSION_PROMPTS = 200
 
 @dataclass(frozen=True)
 class SurfaceRequest:
-    """One prompt to surface notes for. ``session``: de-duplicate within this session."""
+    """One prompt to surface notes for. ``session``: de-duplicate within this session.
+    ``profile``: a name in :data:`~vaultmem.vocabulary.SURFACE_PROFILES` (None: the
+    config's ``[hooks] profile``); ``budget``: tokens, None for the profile's."""
 
     prompt: str
     session: str | None = None
-    budget: int = DEFAULT_BUDGET
+    budget: int | None = None
     vectors: bool | None = None  # None: only when cheap (an endpoint embedder with vectors)
+    profile: str | None = None
 
     def __post_init__(self) -> None:
         check_text(self.prompt, "prompt")
         check_text(self.session, "session")
+        check_text(self.profile, "profile")
+        if self.profile is not None and self.profile not in SURFACE_PROFILES:
+            names = ", ".join(SURFACE_PROFILES)
+            raise RequestError(f"unknown profile {self.profile!r}; one of: {names}")
         # The same bounds for the CLI, MCP and REST: under 50 tokens no note fits.
-        if check_limit(self.budget, "budget", most=MAX_BUDGET) < MIN_BUDGET:
+        if (
+            self.budget is not None
+            and check_limit(self.budget, "budget", most=MAX_BUDGET) < MIN_BUDGET
+        ):
             raise RequestError(
                 f"budget must be from {MIN_BUDGET} to {MAX_BUDGET}, not {self.budget}"
             )
+
+    def chosen(self, config: Config) -> tuple[SurfaceProfile, int]:
+        """The profile this request surfaces with, and its token budget."""
+        profile = SURFACE_PROFILES[self.profile or config.hooks_profile]
+        return profile, self.budget or profile.tokens
 
 
 @dataclass(frozen=True)
@@ -469,10 +484,11 @@ def _surface(
             return SurfaceResult("", (), "same prompt within 10 minutes")
         record.prompts[key] = now.isoformat()
     found = candidates(config, decision.text, now=now, index=index, backends=backends)
-    spoken = select(found, forced=decision.forced)
+    profile, budget = request.chosen(config)
+    spoken = select(found, forced=decision.forced, profile=profile)
     seen = set(record.notes)
     chosen = [c for c in spoken if c.hit.path not in seen]
-    context, kept = build_block(config, chosen, request.budget)
+    context, kept = build_block(config, chosen, budget)
     record.notes.extend(c.hit.path for c in kept)
     if spath is not None:
         make_cache(config.cache_dir)

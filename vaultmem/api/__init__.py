@@ -10,18 +10,22 @@ api`` and call ``api.search(...)``, so this ``__init__`` imports the calls from 
 modules that hold them, and nothing else. :mod:`vaultmem.api.open_vault` holds
 :class:`OpenVault` (what is costly to open, kept while current; the lock every call
 takes), :mod:`vaultmem.api.reads` the calls that read (search, similar, surface, get,
-list, links, timeline, status) and :mod:`vaultmem.api.writes` those that write
-(remember, reinforce, change, link). Like every module of the package it may import the
+get_each, list, links, timeline, status) and :mod:`vaultmem.api.writes` those that write
+(remember, reinforce, change, link); :mod:`vaultmem.api.vaults` those over several
+vaults (vault_overview, search_vaults). Like every module of the package it may import the
 features below it (retrieval, memory, agent, lookup, model…), never a front end
 (:mod:`vaultmem.cli`, :mod:`vaultmem.servers`).
 """
 
 from vaultmem.api.open_vault import OpenVault
 from vaultmem.api.reads import (
+    NoteLookup,
     NotePage,
     SearchResult,
     excerpt,
     get,
+    get_each,
+    index_changes,
     links,
     list_notes,
     ranking,
@@ -31,15 +35,21 @@ from vaultmem.api.reads import (
     surface,
     timeline,
 )
+from vaultmem.api.vaults import VaultHit, VaultOverview, search_vaults, vault_overview
 from vaultmem.api.writes import change, link, reinforce, remember, resolve_for_write
 
 __all__ = [
+    "NoteLookup",
     "NotePage",
     "OpenVault",
     "SearchResult",
+    "VaultHit",
+    "VaultOverview",
     "change",
     "excerpt",
     "get",
+    "get_each",
+    "index_changes",
     "link",
     "links",
     "list_notes",
@@ -48,8 +58,10 @@ __all__ = [
     "remember",
     "resolve_for_write",
     "search",
+    "search_vaults",
     "similar",
     "status",
     "surface",
     "timeline",
+    "vault_overview",
 ]

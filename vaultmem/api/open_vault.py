@@ -125,7 +125,9 @@ class OpenVault:
             self._lexical.refresh()
         else:
             self._close_lexical()
-            self._lexical = LexicalIndex.open(self.config.cache_dir)
+            # A warm vault searches again and again: postings cached as arrays (the
+            # same answers as Whoosh's, vaultmem.index.impact) pay for themselves.
+            self._lexical = LexicalIndex.open(self.config.cache_dir, fast=self.warm)
         self._lexical_at = (stamp, generation)
         return self._lexical
 

@@ -3,13 +3,14 @@ by name (get, list, links, timeline, status). Each takes its vault's lock."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from vaultmem.api.open_vault import OpenVault, vault_locked
 from vaultmem.config import Config
-from vaultmem.errors import RequestError
+from vaultmem.errors import RequestError, VaultmemError
 from vaultmem.model import Filters, Hit, SearchRequest, check_limit
 
 if TYPE_CHECKING:
@@ -26,10 +27,14 @@ __all__ = [
     "NotePage",
     "SearchResult",
     "excerpt",
+    "NoteLookup",
     "get",
+    "get_each",
+    "index_changes",
     "links",
     "list_notes",
     "ranking",
+    "resolved_filters",
     "search",
     "similar",
     "status",
@@ -76,6 +81,7 @@ def search(vault: OpenVault, request: SearchRequest, *, now: datetime) -> Search
     """
     config = vault.config
     rank = ranking(config, prior=request.prior, review=request.review, now=now)
+    request = replace(request, filters=resolved_filters(config, request.filters, now))
     with vault.lock:
         if request.mode == "semantic":
             from vaultmem.retrieval.vsearch import vsearch
@@ -130,10 +136,43 @@ def _hybrid(vault: OpenVault, request: SearchRequest, rank: RankingOptions | Non
     return SearchResult(result.hits, result)
 
 
+def resolved_filters(config: Config, filters: Filters, now: datetime | None) -> Filters:
+    """``filters`` checked against the vault and the clock: each collection one the config
+    names (ConfigError listing the known ones), ``since``/``until`` resolved against
+    ``now`` into their window (RequestError for a bad value, or a window that ends before
+    it starts). A search applies the filters only once they are resolved.
+
+    Example:
+        >>> resolved_filters(config, Filters(since="7d"), now).window  # doctest: +SKIP
+        DateWindow(since=datetime(2026, 11, 13, ...), until=None)
+    """
+    from vaultmem.model import DateWindow
+
+    for name in filters.collections:
+        config.collection(name)
+    if not filters.dated:
+        return filters
+    if now is None:
+        raise RequestError("since and until need a clock to resolve against")
+    from vaultmem.timeline import window_bound
+
+    since = window_bound("since", filters.since, now)
+    until = window_bound("until", filters.until, now, end=True)
+    if since is not None and until is not None and since > until:
+        raise RequestError(f"since ({since.isoformat()}) is after until ({until.isoformat()})")
+    return replace(filters, window=DateWindow(since, until))
+
+
 def similar(
-    vault: OpenVault, name: str, *, limit: int = 10, filters: Filters = Filters()
+    vault: OpenVault,
+    name: str,
+    *,
+    limit: int = 10,
+    filters: Filters = Filters(),
+    now: datetime | None = None,
 ) -> list[Hit]:
-    """The notes closest in meaning to the note ``name`` names.
+    """The notes closest in meaning to the note ``name`` names (``now``: what a date
+    window of ``filters`` is resolved against).
 
     Example:
         >>> similar(vault, "Redis for caching", limit=5)  # doctest: +SKIP
@@ -142,12 +181,34 @@ def similar(
     from vaultmem.retrieval.vsearch import similar as nearest
 
     check_limit(limit)
+    filters = resolved_filters(vault.config, filters, now)
     with vault.lock:
         path = resolve(vault.config, name)
         embedder = vault.embedder(required=True)
         assert embedder is not None
         index = vault.vectors(embedder)
         return nearest(vault.config, path, embedder, limit=limit, filters=filters, index=index)
+
+
+def index_changes(vault: OpenVault) -> tuple[str, ...]:
+    """What changed in the vault since the last `index`, as far as a cheap look can tell:
+    the folders (``"inbox/"``, ``"./"`` for the vault's top) and recent notes whose mtime
+    is not the one `index` recorded (:mod:`vaultmem.index.stamps`: one stat each, no
+    walk). Empty when nothing did, or when it cannot tell (an index by an older version,
+    an unreadable manifest): a hint for a search to give, never an error.
+
+    Example:
+        >>> index_changes(vault)  # doctest: +SKIP
+        ('inbox/',)
+    """
+    from vaultmem.index import manifest as mf
+    from vaultmem.index.stamps import Stamps, changes
+
+    try:
+        recorded = mf.read_state(vault.config.cache_dir).stamps
+    except VaultmemError:
+        return ()
+    return changes(Stamps.parse(recorded), vault.config.vault)
 
 
 def surface(vault: OpenVault, request: SurfaceRequest, *, now: datetime) -> SurfaceResult:
@@ -187,6 +248,36 @@ def get(vault: OpenVault, name: str) -> FoundNote:
     from vaultmem.lookup import find_note
 
     return find_note(vault.config, name)
+
+
+@dataclass(frozen=True)
+class NoteLookup:
+    """One name of a several-note read: the note it found, or the error that says why
+    it found none (exactly one of the two)."""
+
+    name: str
+    found: FoundNote | None = None
+    error: VaultmemError | None = None
+
+
+@vault_locked
+def get_each(vault: OpenVault, names: Sequence[str]) -> tuple[NoteLookup, ...]:
+    """Each of ``names`` read as :func:`get` reads one, in order: a name that finds no
+    note (or several) is a lookup with its error, and the others are still read.
+
+    Example:
+        >>> [n.found is None for n in get_each(vault, ["Harbor", "nope"])]  # doctest: +SKIP
+        [False, True]
+    """
+    from vaultmem.lookup import find_note
+
+    looked: list[NoteLookup] = []
+    for name in names:
+        try:
+            looked.append(NoteLookup(name, found=find_note(vault.config, name)))
+        except VaultmemError as exc:
+            looked.append(NoteLookup(name, error=exc))
+    return tuple(looked)
 
 
 def excerpt(text: str, start: int | None = None, end: int | None = None) -> str:

@@ -187,28 +187,42 @@ def _root(
     ctx.obj = {"vault": vault, "cache_dir": str(cache_dir) if cache_dir else None}
 
 
-def load_config(ctx: typer.Context, *, cwd: Path | None = None, **overrides: Any) -> Any:
+def load_config(
+    ctx: typer.Context, *, cwd: Path | None = None, vault_flag: str | None = None, **overrides: Any
+) -> Any:
     """Resolve the configuration once, from the environment, files and flags (a vault is
-    searched upward from ``cwd``, the working folder unless given)."""
+    searched upward from ``cwd``, the working folder unless given; ``vault_flag`` names
+    another vault than the global ``--vault``)."""
     from vaultmem import config
 
     root = ctx.find_root()
     obj = root.obj if isinstance(root.obj, dict) else {}
     flags = {"cache_dir": obj.get("cache_dir"), **overrides}
+    env = dict(os.environ)
     loaded = config.load(
-        vault_flag=obj.get("vault"), env=dict(os.environ), cwd=cwd or Path.cwd(), overrides=flags
+        vault_flag=vault_flag or obj.get("vault"), env=env, cwd=cwd or Path.cwd(), overrides=flags
     )
     if not obj.get("warned"):
         for warning in loaded.warnings:
-            typer.echo(f"vaultmem: warning: {warning}", err=True)
+            if warning not in _warned_environment:
+                typer.echo(f"vaultmem: warning: {warning}", err=True)
+        # A file's warnings once per command; the environment's once per process: a
+        # server runs every forwarded command under its own environment.
+        _warned_environment.update(config.unknown_variables(env))
         obj["warned"] = True
     return loaded
 
 
-def open_vault(ctx: typer.Context, *, cwd: Path | None = None) -> Any:
+_warned_environment: set[str] = set()
+
+
+def open_vault(
+    ctx: typer.Context, *, cwd: Path | None = None, vault_flag: str | None = None
+) -> Any:
     """The vault the command works on, as an :class:`~vaultmem.api.OpenVault`: a fresh
-    one, or the warm one of the server this command runs inside (``warm_vaults``)."""
-    config = load_config(ctx, cwd=cwd)
+    one, or the warm one of the server this command runs inside (``warm_vaults``);
+    ``vault_flag``: another vault than the global ``--vault`` names."""
+    config = load_config(ctx, cwd=cwd, vault_flag=vault_flag)
     opener = warm_vaults.get()
     if opener is not None:
         return opener(config)

@@ -8,6 +8,7 @@ import sys
 import typer
 
 from vaultmem.cli import app, clock, open_vault
+from vaultmem.cli.options import profile_option
 
 
 @app.command()
@@ -20,8 +21,12 @@ def surface(
         None, "--session", help="Session id: no note twice, no repeat of a prompt in 10 minutes."
     ),
     budget: int = typer.Option(
-        800, "--budget", help="Most tokens the block may take (chars/4), 50 to 100000."
+        None,
+        "--budget",
+        help="Most tokens the block may take (chars/4), 50 to 100000 (default: the profile's).",
+        show_default=False,
     ),
+    profile: str = profile_option(),
     json_out: bool = typer.Option(
         False, "--json", help='One object: {"context": ..., "notes": [{path, title, score, line}]}.'
     ),
@@ -41,9 +46,9 @@ def surface(
     we decide") force a lookup. Then the `query` pipeline without an LLM; forgotten,
     archived, superseded and snoozed notes are left out (pinned ones never). Nothing is
     printed unless a note clearly covers the prompt (a relevance floor chosen on a
-    benchmark). The block is filled best first within --budget tokens; with --session
-    each note appears once per session. Every run is appended to a surfacing log in the
-    cache (counted by `status`).
+    benchmark; --profile moves it). The block is filled best first within --budget
+    tokens (the profile's by default); with --session each note appears once per
+    session. Every run is appended to a surfacing log in the cache (counted by `status`).
 
     Example:
         vaultmem --vault example-vault surface "why did we move sessions to Redis?" --session s1
@@ -52,7 +57,7 @@ def surface(
     from vaultmem.agent.surface import SurfaceRequest
 
     text = sys.stdin.read() if prompt == "-" else prompt
-    request = SurfaceRequest(text, session=session, budget=budget, vectors=vectors)
+    request = SurfaceRequest(text, session=session, budget=budget, vectors=vectors, profile=profile)
     result = api.surface(open_vault(ctx), request, now=clock())
     if json_out:
         typer.echo(json.dumps(result.as_json(), ensure_ascii=False))

@@ -108,24 +108,107 @@ def _summary(report: DoctorReport, repairing: bool) -> str:
 def cron(
     ctx: typer.Context,
     systemd: bool = typer.Option(
-        False, "--systemd", help="Print a systemd .service/.timer pair for the embedding sweep."
+        False, "--systemd", help="A systemd .service/.timer pair for the embedding sweep."
+    ),
+    install: bool = typer.Option(
+        False,
+        "--install",
+        help="Put the lines in your crontab between marker lines naming the vault (your "
+        "other lines are kept; installing again replaces the block). With --systemd: "
+        "write the units to ~/.config/systemd/user and enable the timer.",
+    ),
+    uninstall: bool = typer.Option(
+        False,
+        "--uninstall",
+        help="Take this vault's block out of your crontab (with --systemd: disable and "
+        "delete its units); nothing else changes.",
     ),
 ) -> None:
-    """Print ready-to-paste crontab lines for this vault's routine jobs.
+    """Print, install or remove the crontab lines of this vault's routine jobs.
 
     Every 15 minutes `index --no-embed` then `embed` (the embedding sweep), nightly
-    `promote`, weekly `gc --dry-run` as a report. Paths are absolute and quoted for the
-    shell, so a vault path with spaces works; comments explain the exit codes (0 done,
-    1 error, 75 busy: another run holds the lock, the next run catches up). --systemd
-    prints a user .service and .timer for the sweep instead (75 counts as success).
+    `promote`, weekly `gc --dry-run` as a report, each with --quiet: a run with nothing to
+    do prints nothing, so cron mails only what moved and what failed. Paths are absolute
+    and quoted for the shell, so a vault path with spaces works; comments explain the exit
+    codes (0 done, 1 error, 75 busy: another run holds the lock, the next run catches up).
+    --install merges the lines into your crontab (`crontab -l`, then `crontab -`) between
+    `# >>> vaultmem VAULT >>>` and `# <<< vaultmem VAULT <<<`: installing again replaces
+    that block, another vault gets its own, and --uninstall removes only it. --systemd
+    prints a user .service and .timer for the sweep instead (75 counts as success); with
+    --install they are written and the timer enabled (`systemctl --user`).
 
     Example:
-        (crontab -l 2>/dev/null; vaultmem --vault ~/notes cron) | crontab -
+        vaultmem --vault ~/notes cron --install
         vaultmem --vault ~/notes cron --systemd
     """
     from vaultmem.cli import launcher, root_args
     from vaultmem.cron import crontab, systemd_units
 
+    if install and uninstall:
+        raise typer.BadParameter("give --install or --uninstall, not both", param_hint="--install")
     config = load_config(ctx)
-    render = systemd_units if systemd else crontab
-    typer.echo(render(launcher(), config.vault, root_args(ctx, config)), nl=False)
+    start, vault_args = launcher(), root_args(ctx, config)
+    if systemd and (install or uninstall):
+        _install_units(config.vault, start, vault_args, install=install)
+    elif install or uninstall:
+        _install_crontab(config.vault, start, vault_args, install=install)
+    else:
+        render = systemd_units if systemd else crontab
+        typer.echo(render(start, config.vault, vault_args), nl=False)
+
+
+def _install_crontab(
+    vault: Path, start: list[str], vault_args: list[str], *, install: bool
+) -> None:
+    """`cron --install` / `--uninstall`: the block written (or removed), then one line."""
+    from vaultmem.cron import install_crontab, uninstall_crontab
+
+    if not install:
+        change = uninstall_crontab(vault)
+        if change.action == "absent":
+            typer.echo(f"vaultmem: no vaultmem block for {vault} in the crontab", err=True)
+        else:
+            lines = change.block.count("\n")
+            typer.echo(f"vaultmem: removed the block for {vault} ({lines} lines)", err=True)
+        return
+    change = install_crontab(start, vault, vault_args)
+    typer.echo(change.block, nl=False)
+    for stray in change.strays:
+        typer.echo(
+            f"vaultmem: warning: outside the block, your crontab also has: {stray} "
+            "(pasted by hand? delete it with `crontab -e`)",
+            err=True,
+        )
+    jobs = sum(1 for line in change.block.splitlines() if line and not line.startswith("#"))
+    done = {"installed": "installed", "updated": "updated", "unchanged": "already installed"}
+    typer.echo(
+        f"vaultmem: {done[change.action]}: {jobs} jobs for {vault} in the crontab "
+        "(`vaultmem cron --uninstall` removes them)",
+        err=True,
+    )
+
+
+def _install_units(vault: Path, start: list[str], vault_args: list[str], *, install: bool) -> None:
+    """`cron --systemd --install` / `--uninstall`: the units installed, then one line."""
+    from vaultmem.cron import install_units, uninstall_units
+
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    folder = Path(base).expanduser() / "systemd" / "user"
+    if install:
+        change = install_units(folder, start, vault, vault_args)
+        typer.echo("\n".join(path.read_text("utf-8") for path in change.files), nl=False)
+    else:
+        change = uninstall_units(folder, vault)
+    for warning in change.warnings:
+        typer.echo(f"vaultmem: warning: {warning}", err=True)
+    names = ", ".join(path.name for path in change.files)
+    if change.action == "absent":
+        summary = f"no vaultmem units for {vault} in {folder}"
+    elif not change.systemctl:
+        summary = (
+            f"systemctl not found: {change.action} {names} in {folder}, but enabled or "
+            "disabled nothing"
+        )
+    else:
+        summary = f"{change.action} {names} in {folder}; ran {'; '.join(change.ran)}"
+    typer.echo(f"vaultmem: {summary}", err=True)

@@ -55,6 +55,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "index": "index_cmds",
         "embed": "vector_cmds",
         "status": "index_cmds",
+        "vaults": "vaults_cmds",
         "doctor": "doctor_cmds",
         "cron": "doctor_cmds",
         "git": "git_cmds",

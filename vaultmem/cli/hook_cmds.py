@@ -13,13 +13,27 @@ from typing import Any
 import typer
 
 from vaultmem.cli import app, clock, launcher, load_config, open_vault, root_args
+from vaultmem.cli.options import profile_option
+from vaultmem.errors import ConfigError
 
 DRY_RUN = typer.Option(
     False, "--dry-run", help="Print the diff of each file it would change; write nothing."
 )
+
+
+def _scope(value: str) -> str:
+    """Reject a scope no agent has as a usage error (exit 2)."""
+    from vaultmem.agent.claude_settings import SCOPES
+
+    if value not in SCOPES:
+        raise typer.BadParameter(f"unknown scope {value!r} (choose from {', '.join(SCOPES)})")
+    return value
+
+
 SCOPE = typer.Option(
     "user",
     "--scope",
+    callback=_scope,
     help="user: ~/.claude/settings.json; project: .claude/settings.json (shared: vaultmem "
     "from PATH, the vault relative to the project); local: .claude/settings.local.json "
     "(both under the working folder). Codex and Gemini: user or project.",
@@ -53,6 +67,7 @@ def hook(
     event: str = typer.Argument(
         ..., help="prompt, session-start, pre-compact, session-end or stop."
     ),
+    profile: str = profile_option(checked=False),
 ) -> None:
     """Answer one Claude Code hook event, read as JSON on stdin.
 
@@ -61,9 +76,12 @@ def hook(
     notes, the project's latest handoff and recent decisions; pre-compact and
     session-end start `extract` and `handoff` on the transcript in a detached process
     and return at once; stop prints nothing. The vault is --vault, else $VAULTMEM_VAULT,
-    else found upward from the event's cwd. It never breaks the agent: any failure exits
-    0 with no output and one line in <cache>/hooks.log (~/.cache/vaultmem/hooks.log when
-    there is no vault). `hooks install --claude` wires it into Claude Code.
+    else found upward from the event's cwd (a relative --vault too). It never breaks the
+    agent: any failure exits 0 with no output and one line in <cache>/hooks.log
+    (~/.cache/vaultmem/hooks.log when there is no vault); a vault it cannot open is also
+    said once a session in the agent's context (by prompt or session-start). --profile
+    (prompt) chooses how much surfacing says. `hooks install --claude` wires it into
+    Claude Code.
 
     Example:
         echo '{"prompt": "how do we pool connections?"}' | vaultmem -V ~/notes hook prompt
@@ -83,14 +101,18 @@ def hook(
         except hooks.HookInputError as exc:
             bad_input = exc  # still find the vault first: the line belongs in its log
         cwd = payload.cwd if payload and payload.cwd and payload.cwd.is_dir() else None
-        vault = open_vault(ctx, cwd=cwd)
+        try:
+            vault = open_vault(ctx, cwd=cwd)
+        except ConfigError as exc:
+            _say_no_vault(event, payload, str(exc), cwd or Path.cwd(), log.parent)
+            raise
         config = vault.config
         log = config.cache_dir / hooks.LOG_NAME
         if event not in hooks.EVENT_NAMES:
             raise hooks.HookInputError(f"unknown event {event!r}")
         if payload is None:
             raise bad_input or hooks.HookInputError("no event on stdin")
-        output = _answer(ctx, event, vault, payload, now, log)
+        output = _answer(ctx, event, vault, payload, now, log, profile)
         if output:
             typer.echo(output)
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
@@ -98,15 +120,40 @@ def hook(
             hooks.log_line(log, now, event, f"failed: {type(exc).__name__}: {exc}")
 
 
+def _say_no_vault(event: str, payload: Any, reason: str, where: Path, cache: Path) -> None:
+    """Tell the agent, once a session, that the hooks cannot open their vault: in the
+    context of a prompt or session start (the other events add none to it)."""
+    from vaultmem.agent import hooks
+
+    claude_event = {"prompt": "UserPromptSubmit", "session-start": "SessionStart"}.get(event)
+    if claude_event is None or payload is None:
+        return
+    session = payload.session_id
+    told = False
+    if session is not None:
+        # Nowhere to remember it (OSError): say it again rather than never.
+        with contextlib.suppress(OSError):
+            told = not hooks.first_notice(cache, session)
+    if not told:
+        typer.echo(hooks.context_output(claude_event, hooks.no_vault_notice(reason, where)))
+
+
 def _answer(
-    ctx: typer.Context, event: str, vault: Any, payload: Any, now: datetime, log: Path
+    ctx: typer.Context,
+    event: str,
+    vault: Any,
+    payload: Any,
+    now: datetime,
+    log: Path,
+    profile: str | None = None,
 ) -> str:
     """The hook's stdout for an event ("" for none), starting the capture job if due."""
     from vaultmem.agent import hooks
 
     config = vault.config
     if event == "prompt":
-        return hooks.context_output("UserPromptSubmit", _prompt_context(vault, payload, now))
+        context = _prompt_context(vault, payload, now, profile)
+        return hooks.context_output("UserPromptSubmit", context)
     jobs = config.cache_dir / hooks.JOB_LOG_NAME
     if event == "session-start":
         if config.hooks_start_server and not hooks.server_running(config.cache_dir):
@@ -127,12 +174,12 @@ def _answer(
     return ""
 
 
-def _prompt_context(vault: Any, payload: Any, now: datetime) -> str:
+def _prompt_context(vault: Any, payload: Any, now: datetime, profile: str | None) -> str:
     """The surfacing block for a UserPromptSubmit prompt ("" when surfacing abstains)."""
     from vaultmem import api
     from vaultmem.agent.surface import SurfaceRequest
 
-    request = SurfaceRequest(payload.prompt, session=payload.session_id)
+    request = SurfaceRequest(payload.prompt, session=payload.session_id, profile=profile)
     return str(api.surface(vault, request, now=now).context)
 
 
@@ -174,8 +221,19 @@ def _path(scope: str) -> Path:
     return settings_path(scope, home=Path.home(), cwd=Path.cwd())
 
 
-def _agents(codex: bool, gemini: bool) -> list[str]:
-    return [name for name, on in (("codex", codex), ("gemini", gemini)) if on]
+def _agents(codex: bool, gemini: bool, scope: str) -> list[str]:
+    """The MCP-only agents named (--codex, --gemini); a scope one of them lacks is a
+    usage error (exit 2), before anything is read or written."""
+    from vaultmem.agent.agent_configs import SCOPES
+
+    agents = [name for name, on in (("codex", codex), ("gemini", gemini)) if on]
+    if agents and scope not in SCOPES:
+        raise typer.BadParameter(
+            f"{' and '.join(agents)} {'has' if len(agents) == 1 else 'have'} no {scope!r} "
+            f"scope (choose from {', '.join(SCOPES)})",
+            param_hint="--scope",
+        )
+    return agents
 
 
 def _agent_file(agent: str, scope: str) -> Any:
@@ -248,11 +306,10 @@ def install(
         vaultmem --vault ~/notes hooks install --codex --gemini
     """
     from vaultmem.agent import claude_settings
-    from vaultmem.errors import ConfigError
 
-    agents = _agents(codex, gemini)
+    agents = _agents(codex, gemini, scope)
     if not claude and not agents:
-        raise ConfigError("name the agent: --claude, --codex and/or --gemini")
+        ctx.fail("name the agent: --claude, --codex and/or --gemini")
     if mcp is not None and mcp not in claude_settings.MCP_TRANSPORTS:
         raise typer.BadParameter(f"{mcp!r}: choose stdio or http", param_hint="--mcp")
     if vault:
@@ -335,7 +392,6 @@ def _agent_change(
     scope; `vaultmem` from PATH and the vault relative to the project for a shared file
     (which the agent, started in the project, resolves there)."""
     from vaultmem.agent import agent_configs
-    from vaultmem.errors import ConfigError
 
     if transport == "http":
         entry = agent_configs.http_entry(where.agent, _server_url(config))
@@ -359,7 +415,6 @@ def _mcp_change(
     """The planned change to the scope's MCP config (the token never in a shared file,
     nor in one another user may read; a shared stdio entry portable)."""
     from vaultmem.agent import claude_settings
-    from vaultmem.errors import ConfigError
 
     where = claude_settings.mcp_location(scope, **_around())
     if transport == "stdio":
@@ -415,7 +470,7 @@ def uninstall(
     """
     from vaultmem.agent import agent_configs, claude_settings
 
-    agents = _agents(codex, gemini)
+    agents = _agents(codex, gemini, scope)
     if claude or not agents:
         change = claude_settings.plan(_path(scope), claude_settings.without_vaultmem)
         _write(change, dry_run, "removed vaultmem hooks from")
@@ -446,7 +501,6 @@ def status(claude: bool = CLAUDE) -> None:
         vaultmem hooks status
     """
     from vaultmem.agent import agent_configs, claude_settings
-    from vaultmem.errors import ConfigError
 
     for scope in claude_settings.SCOPES:
         path = _path(scope)

@@ -34,24 +34,29 @@ def init(
         help="Also add vaultmem's keys to .obsidian/types.json, one property type each "
         "(merged: entries already there are kept).",
     ),
+    parents: bool = typer.Option(
+        False, "--parents", "-p", help="Create the folder's missing parent folders too."
+    ),
 ) -> None:
     """Make a folder a vaultmem vault: write .vaultmem.toml and the cache folder.
 
     Safe to rerun: existing files are kept. The cache gets a .gitignore of "*" so the
-    indexes never enter git. With --git, notes merge with vaultmem's driver in this
-    clone (run `vaultmem git setup` in every other clone).
+    indexes never enter git. The folder is created when its parent exists; a missing
+    parent is an error unless --parents. With --git, notes merge with vaultmem's driver
+    in this clone (run `vaultmem git setup` in every other clone).
 
     With --obsidian-types, .obsidian/types.json gets one property type per vaultmem
     key (your entries there are kept).
 
     Example:
         vaultmem init ~/notes --git
+        vaultmem init ~/vaults/work/notes --parents
     """
     from vaultmem.workspace import init_vault
 
     obj = ctx.find_root().obj or {}
     target = (path or (Path(obj["vault"]) if obj.get("vault") else Path.cwd())).expanduser()
-    created = init_vault(target)
+    created = init_vault(target, parents=parents)
     for item in created:
         typer.echo(f"created {item}")
     if git:

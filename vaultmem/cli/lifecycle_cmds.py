@@ -15,6 +15,12 @@ if TYPE_CHECKING:
 
 JSON = typer.Option(False, "--json", help="One JSON object per line.")
 DRY_RUN = typer.Option(False, "--dry-run", help="Show the plan; change nothing in the vault.")
+QUIET = typer.Option(
+    False,
+    "--quiet",
+    "-q",
+    help="Print nothing unless a note moves (would move, with --dry-run) or fails (cron).",
+)
 
 
 def _emit(obj: dict[str, Any]) -> None:
@@ -33,14 +39,17 @@ def _report_failures(failed: Sequence[Failure], json_out: bool) -> None:
 
 
 @app.command()
-def promote(ctx: typer.Context, dry_run: bool = DRY_RUN, json_out: bool = JSON) -> None:
+def promote(
+    ctx: typer.Context, dry_run: bool = DRY_RUN, json_out: bool = JSON, quiet: bool = QUIET
+) -> None:
     """Move short-term memories that earned it from the inbox to the memory folder.
 
     A note in the inbox (status active) is promoted when it was used at least 5 times
     within 14 days of its creation, or when it was used at least once, is at least a
     day old and its decay score is still >= 0.65. It keeps its file name (a -2 suffix
     when the name is taken), gets status: promoted and its type's long half-life, and
-    links naming it by path are rewritten. Prints old path -> new path and the reason.
+    links naming it by path are rewritten. Prints old path -> new path and the reason,
+    then how many moved; with --quiet a run that moves nothing prints nothing.
 
     Example:
         vaultmem --vault ~/notes promote --dry-run
@@ -68,7 +77,7 @@ def promote(ctx: typer.Context, dry_run: bool = DRY_RUN, json_out: bool = JSON) 
             _emit({"action": "relink", "path": relinked.path, "links": relinked.links})
         else:
             typer.echo(f"  links rewritten in {relinked.path} ({relinked.links})")
-    if not json_out:
+    if not json_out and not (quiet and not report.promoted):
         verb = "would promote" if report.dry_run else "promoted"
         typer.echo(f"{verb} {len(report.promoted)} note(s)", err=True)
     _report_failures(report.failed, json_out)
@@ -92,6 +101,7 @@ def gc(
         help="Only notes under this folder (repeatable), e.g. --folder inbox --folder memory.",
     ),
     json_out: bool = JSON,
+    quiet: bool = QUIET,
 ) -> None:
     """Archive the notes whose decay score fell below 0.05.
 
@@ -99,7 +109,8 @@ def gc(
     collected, nor notes already archived or forgotten. Each note moves to
     <archive>/<its path> with status: archived. --delete deletes instead, but only notes
     that git can give back (committed, no uncommitted change) unless --force; the others
-    are archived and the plan says why. Prints each note's action, score and path.
+    are archived and the plan says why. Prints each note's action, score and path, then
+    the counts; with --quiet a run that collects nothing prints nothing.
     gc looks at the whole vault; --folder keeps it to vaultmem's own folders (or any).
 
     Example:
@@ -128,7 +139,7 @@ def gc(
         where = f" → {item.target}" if item.target else ""
         why = f"  ({item.why})" if item.why else ""
         typer.echo(f"{item.action:<7} {item.score:.4f}  {item.path}{where}{why}")
-    if not json_out:
+    if not json_out and not (quiet and not report.items):
         archived = sum(1 for item in report.items if item.action == "archive")
         deleted = len(report.items) - archived
         done = ("would archive", "delete") if report.dry_run else ("archived", "deleted")
@@ -145,7 +156,8 @@ def review(
     """Notes in the danger zone: fading (score 0.15-0.35), worth a look before gc.
 
     Highest review priority first (it peaks at score 0.25); snoozed notes are left out.
-    Each line shows priority, score, path and title. Touching a note resets its decay.
+    Under a header line, each line shows priority, score, path and title. Touching a
+    note resets its decay.
 
     Example:
         vaultmem --vault ~/notes review -n 5
@@ -154,10 +166,8 @@ def review(
 
     config = load_config(ctx)
     items = review_queue(config, clock(), limit)
-    if not json_out and not items:
-        typer.echo("nothing to review", err=True)
-    for item in items:
-        if json_out:
+    if json_out:
+        for item in items:
             _emit(
                 {
                     "path": item.path,
@@ -166,5 +176,11 @@ def review(
                     "priority": round(item.priority, 4),
                 }
             )
-        else:
-            typer.echo(f"{item.priority:.2f}  {item.score:.3f}  {item.path}  {item.title}")
+        return
+    if not items:
+        typer.echo("nothing to review", err=True)
+        return
+    wide = max(len("path"), *(len(item.path) for item in items))
+    typer.echo(f"{'priority':>8}  {'score':>5}  {'path':<{wide}}  title")
+    for item in items:
+        typer.echo(f"{item.priority:>8.2f}  {item.score:>5.3f}  {item.path:<{wide}}  {item.title}")

@@ -89,7 +89,11 @@ def _print_remembered(done: Remembered, json_out: bool) -> None:
 def remember(
     ctx: typer.Context,
     text: str = typer.Argument(..., help="The memory's text, or - to read it from stdin."),
-    title: str = typer.Option(None, "--title", help="Title (also the file name and # heading)."),
+    title: str = typer.Option(
+        None,
+        "--title",
+        help="Title (also the file name and # heading; default: from the text's first sentence).",
+    ),
     type_: str = typer.Option(None, "--type", help="Memory type (decision, preference, …)."),
     tags: str = typer.Option(None, "--tags", help=TAGS_HELP),
     folder: str = typer.Option(None, "--folder", help="Folder to write to (default: inbox)."),

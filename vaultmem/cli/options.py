@@ -1,9 +1,9 @@
 """Options several commands share, declared once.
 
 :func:`search_options` gives a command the filter flags (``--folder --tag --type --status
---collection``) as one :class:`~vaultmem.model.Filters` argument, and the memory-ranking
-flags (``--no-prior --no-review``) as ``prior``/``review`` booleans, so `search`,
-`vsearch`, `query` and `similar` cannot drift apart.
+--collection --since --until``) as one :class:`~vaultmem.model.Filters` argument, and the
+memory-ranking flags (``--no-prior --no-review``) as ``prior``/``review`` booleans, so
+`search`, `vsearch`, `query` and `similar` cannot drift apart.
 """
 
 from __future__ import annotations
@@ -45,6 +45,35 @@ NO_AUTH = typer.Option(
     "through it. Loopback only.",
 )
 
+
+def _profile(value: str | None) -> str | None:
+    """Reject a surfacing profile that does not exist as a usage error (exit 2)."""
+    from vaultmem.vocabulary import SURFACE_PROFILES
+
+    if value is None or value in SURFACE_PROFILES:
+        return value
+    raise typer.BadParameter(
+        f"unknown profile {value!r} (choose from {', '.join(SURFACE_PROFILES)})"
+    )
+
+
+def profile_option(*, checked: bool = True) -> Any:
+    """``--profile``, the named surfacing budget (vaultmem.vocabulary.SURFACE_PROFILES) of
+    `surface` and `hook prompt`. ``checked``: an unknown name is a usage error (exit 2);
+    the hook leaves it to the request, whose error it logs, because a hook must never
+    exit non-zero (Claude Code blocks a prompt on exit 2)."""
+    return typer.Option(
+        None,
+        "--profile",
+        metavar="quiet|normal|deep",
+        callback=_profile if checked else None,
+        show_default=False,
+        help="How much surfacing says: quiet (at most 2 notes in 400 tokens, and only when "
+        "surer), normal (3 in 800), deep (5 in 2000, and more often). Default: the "
+        "config's [hooks] profile, else normal.",
+    )
+
+
 _FILTERS: list[tuple[str, Any]] = [
     (
         "folder",
@@ -80,10 +109,34 @@ _FILTERS: list[tuple[str, Any]] = [
     (
         "collection",
         typer.Option(
-            None, "--collection", metavar="NAME", help="Only notes of this configured collection."
+            None,
+            "--collection",
+            metavar="NAME",
+            help="Only notes of this configured collection; repeat it, or a,b: in any of them.",
+        ),
+    ),
+    (
+        "since",
+        typer.Option(
+            None,
+            "--since",
+            metavar="WHEN",
+            help="Only notes created or last used since WHEN: an ISO date or datetime, or "
+            "a time back from now (7d, 2w, 12h).",
+        ),
+    ),
+    (
+        "until",
+        typer.Option(
+            None,
+            "--until",
+            metavar="WHEN",
+            help="Only notes created or last used until WHEN (a bare date includes its day).",
         ),
     ),
 ]
+# Flags that take a list (repeated); every other filter flag takes one value.
+_REPEATED = frozenset({"collection"})
 RANKING_FLAGS: dict[str, Any] = {
     "no_prior": typer.Option(
         False,
@@ -118,7 +171,10 @@ def search_options(*, ranking: bool = True) -> Callable[[F], F]:
 
         own = inspect.signature(func, eval_str=True)
         kept = [p for p in own.parameters.values() if p.name not in ("filters", "prior", "review")]
-        added = [_parameter(name, option, str | None) for name, option in _FILTERS]
+        added = [
+            _parameter(name, option, list[str] | None if name in _REPEATED else str | None)
+            for name, option in _FILTERS
+        ]
         if ranking:
             added += [_parameter(name, option, bool) for name, option in RANKING_FLAGS.items()]
 
@@ -129,7 +185,9 @@ def search_options(*, ranking: bool = True) -> Callable[[F], F]:
                 tag=kwargs.pop("tag"),
                 type=kwargs.pop("type_"),
                 status=kwargs.pop("status"),
-                collection=kwargs.pop("collection"),
+                collections=tuple(kwargs.pop("collection") or ()),
+                since=kwargs.pop("since"),
+                until=kwargs.pop("until"),
             )
             if ranking:
                 kwargs["prior"] = not kwargs.pop("no_prior")

@@ -9,7 +9,7 @@ import typer
 
 from vaultmem.cli import app
 from vaultmem.cli.options import JSON, LIMIT, search_options
-from vaultmem.cli.read_cmds import run_search
+from vaultmem.cli.read_cmds import run_search, stale_hint
 from vaultmem.model import Filters, SearchRequest
 
 if TYPE_CHECKING:
@@ -207,3 +207,4 @@ def query(
                 typer.echo(stage_line(stage), err=True)
     else:
         print_explain(result)
+    stale_hint(ctx)

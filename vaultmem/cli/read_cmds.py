@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import typer
 
 from vaultmem.cli import app, clock, open_vault
-from vaultmem.cli.options import JSON, LIMIT, search_options
-from vaultmem.model import Filters, SearchRequest
+from vaultmem.cli.options import JSON, LIMIT, NOTES, search_options
+from vaultmem.model import Filters, Hit, SearchRequest
 
 if TYPE_CHECKING:
-    from vaultmem.api import SearchResult
-    from vaultmem.model import Hit
+    from vaultmem.api import SearchResult, VaultHit
     from vaultmem.retrieval.memory_rank import Ranked
 
 
-def print_hits(hits: list[Hit], json_out: bool) -> None:
-    """Render hits: JSON lines, or a numbered list with the best line of each."""
+def print_hits(hits: Sequence[Hit | VaultHit], json_out: bool) -> None:
+    """Render hits (of one vault, or of several, each naming its vault): JSON lines, or a
+    numbered list with the best line of each."""
     if json_out:
         for hit in hits:
             typer.echo(json.dumps(hit.as_json(), ensure_ascii=False))
@@ -27,13 +28,18 @@ def print_hits(hits: list[Hit], json_out: bool) -> None:
         typer.echo("no results", err=True)
         return
     for rank, hit in enumerate(hits, start=1):
-        _print_hit(rank, hit)
+        if isinstance(hit, Hit):
+            _print_hit(rank, hit)
+        else:
+            _print_hit(rank, hit.hit, hit.vault, hit.score)
 
 
-def _print_hit(rank: int, hit: Hit) -> None:
+def _print_hit(rank: int, hit: Hit, vault: str = "", score: float | None = None) -> None:
     mark = "  (review)" if hit.review else ""
     day = f"{hit.date}  " if hit.date else ""  # `query`'s when route
-    typer.echo(f"{rank:>2}. {day}{hit.title}  [{hit.path}]  {hit.score:.2f}{mark}")
+    day += f"({vault}) " if vault else ""  # a search over several vaults
+    shown = hit.score if score is None else score
+    typer.echo(f"{rank:>2}. {day}{hit.title}  [{hit.path}]  {shown:.2f}{mark}")
     if hit.snippet:
         typer.echo(f"    {hit.line}: {hit.snippet}")
 
@@ -69,6 +75,16 @@ def search(
     explain: bool = typer.Option(
         False, "--explain", help="Show each hit's BM25F score and rank and what the prior did."
     ),
+    vault_names: list[str] = typer.Option(
+        [],
+        "--vault",
+        metavar="VAULT",
+        help="Search this vault (a folder or named vault; repeatable) and merge the hits, "
+        "each naming its vault.",
+    ),
+    all_vaults: bool = typer.Option(
+        False, "--all-vaults", help="Search every named vault (`vaultmem vaults` lists them)."
+    ),
     filters: Filters = Filters(),
     prior: bool = True,
     review: bool = True,
@@ -85,10 +101,20 @@ def search(
     and archived notes are left out unless --status asks for them. A short last word
     of a one-word query, and any word the vault lacks, also match the words they start.
 
+    --vault (repeatable, after `search`; with the global --vault too) or --all-vaults
+    searches several vaults and merges their hits: each hit's score is divided by the
+    most any note of its vault could score for the query, since BM25F scores of two
+    indexes are not on one scale. Each hit names its vault: "(name)" before its title,
+    "vault" in --json (with "vault_score", its score in its own vault).
+
     Example:
         vaultmem --vault example-vault search "redis cache invalidation" -n 5 --explain
+        vaultmem search "release checklist" --vault work --vault ~/notes
     """
     request = SearchRequest(query, "keyword", limit, filters, prior, review)
+    if vault_names or all_vaults:
+        _search_vaults(ctx, request, vault_names, all_vaults, json_out, explain)
+        return
     if not explain:
         run_search(ctx, request, json_out)
         return
@@ -109,6 +135,26 @@ def search(
             typer.echo(explain_line(ranked[rank - 1], rank))
     if hits and not ranked:
         typer.echo("(--no-prior --no-review: BM25F order and scores)")
+    stale_hint(ctx)
+
+
+def _search_vaults(
+    ctx: typer.Context,
+    request: SearchRequest,
+    names: list[str],
+    every: bool,
+    json_out: bool,
+    explain: bool,
+) -> None:
+    """`search --vault a --vault b` / `--all-vaults`: the merged hits, each naming its vault."""
+    from vaultmem import api
+    from vaultmem.cli.vaults_cmds import open_vaults
+
+    if explain:
+        raise typer.BadParameter(
+            "--explain shows one vault's ranking: search one vault", param_hint="--explain"
+        )
+    print_hits(api.search_vaults(open_vaults(ctx, names, every), request, now=clock()), json_out)
 
 
 def run_search(ctx: typer.Context, request: SearchRequest, json_out: bool) -> SearchResult:
@@ -117,28 +163,66 @@ def run_search(ctx: typer.Context, request: SearchRequest, json_out: bool) -> Se
 
     result = api.search(open_vault(ctx), request, now=clock())
     print_hits(list(result.hits), json_out)
+    stale_hint(ctx)
     return result
+
+
+def stale_hint(ctx: typer.Context) -> None:
+    """After a search: one stderr line when notes changed since the last `index`, as far
+    as a cheap look can tell (:func:`vaultmem.api.index_changes`; never on stdout, so
+    ``--json`` output stays JSON)."""
+    from vaultmem import api
+
+    changed = api.index_changes(open_vault(ctx))
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        shown = ", ".join(changed[:3]) + more
+        typer.echo(
+            f"vaultmem: notes changed since the last index ({shown}): results may be out of "
+            "date; run `vaultmem index`",
+            err=True,
+        )
 
 
 @app.command()
 def get(
     ctx: typer.Context,
-    note: str = typer.Argument(..., help="Path, title, alias or file name of the note."),
+    notes: list[str] = NOTES,
     json_out: bool = typer.Option(
-        False, "--json", help="Print {path, title, frontmatter, body, tags, aliases, links}."
+        False,
+        "--json",
+        help="Print {path, title, frontmatter, body, tags, aliases, links}, one a line.",
     ),
 ) -> None:
-    """Print one note, found by path, title or alias.
+    """Print notes, found by path, title or alias.
 
-    An ambiguous name is an error that lists every candidate.
+    An ambiguous name is an error that lists every candidate. With several names each
+    note comes under a `==> path <==` line (--json: one object per line); a name that
+    finds no note is one error line on stderr, the others are still printed, and the
+    exit status is 1.
 
     Example:
         vaultmem --vault example-vault get "Release process" --json
+        vaultmem --vault example-vault get "Redis for caching" Harbor
     """
     from vaultmem import api
 
-    found = api.get(open_vault(ctx), note)
-    if json_out:
-        typer.echo(json.dumps(found.as_json(), ensure_ascii=False))
-    else:
+    looked = api.get_each(open_vault(ctx), notes)
+    shown = 0
+    for one in looked:
+        if one.found is None:
+            typer.echo(f"vaultmem: error: {one.error}", err=True)
+            continue
+        found, shown = one.found, shown + 1
+        if json_out:
+            typer.echo(json.dumps(found.as_json(), ensure_ascii=False))
+            continue
+        if len(notes) > 1:
+            # As head(1) shows several files: a blank line, then the next one's header.
+            if shown > 1:
+                typer.echo()
+            typer.echo(f"==> {found.note.path} <==")
         typer.echo(found.text, nl=not found.text.endswith("\n"))
+    codes = [one.error.exit_code for one in looked if one.error is not None]
+    if codes:
+        raise typer.Exit(max(codes))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from vaultmem.cli import ProgressBar, app, load_config, open_vault
+from vaultmem.cli import ProgressBar, app, clock, load_config, open_vault
 from vaultmem.cli.options import JSON, LIMIT, NOTE, search_options
 from vaultmem.cli.read_cmds import print_hits, run_search
 from vaultmem.model import Filters, SearchRequest
@@ -103,4 +103,5 @@ def similar(
     """
     from vaultmem import api
 
-    print_hits(api.similar(open_vault(ctx), note, limit=limit, filters=filters), json_out)
+    hits = api.similar(open_vault(ctx), note, limit=limit, filters=filters, now=clock())
+    print_hits(hits, json_out)

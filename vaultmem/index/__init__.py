@@ -13,6 +13,9 @@ Modules:
 - ``records``: which fragments each note has and which have vectors.
 - ``vectors``: the Chroma vector store (ids and vectors only);
   ``chroma_import``: importing chromadb cheaply.
+- ``vector_snapshot``: a flat, exact-cosine copy of one collection that one-shot reads
+  use instead of Chroma while no write came since; ``vector_reads``: which of the two
+  a read uses.
 - ``graph``: the link graph, typed links and wikilinks resolved to note paths.
 
 May import the core modules only (model, scores, config, vault, note, fragments,

@@ -49,6 +49,7 @@ with light_imports():
 if TYPE_CHECKING:
     from whoosh.index import Index
 
+    from vaultmem.index.impact import ImpactIndex
     from vaultmem.note import Note
 
 # Each build lives in its own folder, ``whoosh-<generation>``; the manifest names the
@@ -175,17 +176,21 @@ def damaged(directory: Path, exc: BaseException, hint: str = "") -> IndexStateEr
 class LexicalIndex:
     """The Whoosh index of one vault. Writers must hold the vault lock."""
 
-    def __init__(self, index: Index, directory: Path) -> None:
+    def __init__(self, index: Index, directory: Path, *, fast: bool = False) -> None:
         self._ix = index
         self.directory = directory
+        self.fast = fast
         self._searcher: Any = None
+        self._impacts: ImpactIndex | None = None
 
     @classmethod
-    def open(cls, cache_dir: Path) -> LexicalIndex:
+    def open(cls, cache_dir: Path, *, fast: bool = False) -> LexicalIndex:
         """The live keyword index, the generation the manifest names (for readers).
 
         A vault never indexed, or an index that is missing, changed outside vaultmem or
-        unreadable, is an IndexStateError naming the command that heals it.
+        unreadable, is an IndexStateError naming the command that heals it. ``fast``: for
+        a process that searches again and again (a server), scores from postings cached
+        as arrays (:mod:`vaultmem.index.impact`; the same hits, scores and order).
         """
         for _attempt in range(3):
             state = mf.read_state(cache_dir)
@@ -197,15 +202,15 @@ class LexicalIndex:
             # files a reader opens consistent, and the next `index` re-checks them.
             problem = "" if state.pending else check(directory, state.fingerprint)
             if not problem:
-                return cls.open_dir(directory, hint="run `vaultmem index`")
+                return cls.open_dir(directory, hint="run `vaultmem index`", fast=fast)
             time.sleep(0.05)  # a writer may be between its keyword and manifest commits
         raise IndexStateError(f"{directory}: keyword index {problem}; run `vaultmem index`")
 
     @classmethod
-    def open_dir(cls, directory: Path, *, hint: str = "") -> LexicalIndex:
+    def open_dir(cls, directory: Path, *, hint: str = "", fast: bool = False) -> LexicalIndex:
         """The index in ``directory`` (writers, which hold the vault lock, use this)."""
         try:
-            return cls(windex.open_dir(str(directory)), directory)
+            return cls(windex.open_dir(str(directory)), directory, fast=fast)
         except Exception as exc:  # whoosh raises many kinds on a damaged index
             raise damaged(directory, exc, hint) from None
 
@@ -324,6 +329,7 @@ class LexicalIndex:
 
     def close(self) -> None:
         """Release the searcher's files."""
+        self._impacts = None
         if self._searcher is not None:
             self._searcher.close()
             self._searcher = None
@@ -354,6 +360,9 @@ class LexicalIndex:
         Whoosh breaks ties by document number, which a rebuild renumbers; asking for one
         more than needed (more while the tie runs on) makes the cut independent of it.
         """
+        found = self._impact_ranked(searcher, query, limit, filters)
+        if found is not None:
+            return found
         wanted = limit + 1
         while True:
             # Block-max skipping needs per-posting length stats, which this codec leaves
@@ -367,6 +376,29 @@ class LexicalIndex:
             wanted *= 4
         hits.sort(key=lambda h: (-h.score, h.path))
         return hits[:limit]
+
+    @property
+    def cached_bytes(self) -> int:
+        """The bytes of postings the fast path keeps (0 when not ``fast``)."""
+        return self._impacts.cached_bytes if self._impacts is not None else 0
+
+    def _impact_ranked(
+        self, searcher: Any, query: Query, limit: int, filters: Filters
+    ) -> list[LexicalHit] | None:
+        """:meth:`_ranked` from the searcher's cached postings (``fast`` only; None when
+        off, or for a query it leaves to Whoosh)."""
+        if not self.fast:
+            return None
+        if self._impacts is None or self._impacts.searcher is not searcher:
+            from vaultmem.index.impact import ImpactIndex  # numpy: for warm processes only
+
+            # The store outlives the searcher: a write leaves its other segments as they were.
+            store = self._impacts.store if self._impacts is not None else None
+            self._impacts = ImpactIndex(searcher, store)
+        found = self._impacts.ranked(query, limit, _filter(filters), _mask(filters))
+        if found is None:
+            return None
+        return [_hit(doc["path"], score, doc) for score, doc in found]
 
     def matched_terms(self, text: str) -> list[str]:
         """The terms :meth:`search` looks for: the query's own, then those it matches by
@@ -389,6 +421,16 @@ class LexicalIndex:
             n = stats.doc_count
             frequencies = {t: stats.doc_frequency("text", t) for t in terms}
         return {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in frequencies.items()}
+
+    def score_ceiling(self, text: str) -> float:
+        """The most a note could score for ``text`` here: BM25 saturates a term's
+        frequency below ``K1 + 1``, so Σ over the query's terms of (K1 + 1) × the IDF
+        :meth:`search` scores with (a word no note holds counts at the highest IDF). Terms
+        matched by prefix are left out: they stand in for a typed word."""
+        terms = query_terms(text[:2000])[:64]
+        with self._guard():
+            stats = self.live_stats()
+            return (BM25_K1 + 1) * sum(stats.idf("text", term) for term in terms)
 
     def entries(self, paths: Iterable[str]) -> dict[str, Entry]:
         """Manifest-like entries (title, type, status, memory keys, quality) of ``paths``.

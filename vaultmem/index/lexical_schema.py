@@ -102,8 +102,19 @@ class WeightedText(TEXT):
         if isinstance(value, str):
             value = weighted_terms({"body": value})
         for term, weight in value.items():
-            freq = max(1, round(weight))
+            freq = _frequency(weight)
             yield term.encode("utf-8"), freq, float(weight), pack_uint(freq)
+
+    @staticmethod
+    def length(weights: Mapping[str, float]) -> int:
+        """The document's length of this field: the sum of the frequencies :meth:`index`
+        gives its postings (what Whoosh sums into the segment's total), without encoding
+        them."""
+        return sum(_frequency(w) for w in weights.values())
+
+
+def _frequency(weight: float) -> int:
+    return max(1, round(weight))
 
 
 def build_schema() -> Schema:
@@ -176,9 +187,12 @@ def note_document(note: Note) -> dict[str, Any]:
         "quality": note.quality,
     }
     for name, field in scored_fields().items():
-        if isinstance(field, WeightedText) and isinstance(doc[name], str):
+        if not isinstance(field, WeightedText):
+            doc[length_field(name)] = field_length(field, doc[name])
+            continue
+        if isinstance(doc[name], str):
             doc[name] = weighted_terms({"body": doc[name]})  # as Whoosh would; once
-        doc[length_field(name)] = field_length(field, doc[name])
+        doc[length_field(name)] = field.length(doc[name])
     return doc
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -100,7 +99,8 @@ class State:
     killed between the Whoosh commit and the manifest's). Whoosh commits atomically and its
     updates are idempotent, so the next `index` redoes the notes whose stat differs from
     their rows instead of rebuilding; only a note count that still disagrees afterwards
-    makes it rebuild.
+    makes it rebuild. ``stamps``: the folders' and recent notes' mtimes that index saw
+    (:mod:`vaultmem.index.stamps`; JSON, "" before any).
     """
 
     last_index: str | None = None
@@ -109,6 +109,7 @@ class State:
     fingerprint: str = ""
     dirty: str = ""
     pending: bool = False
+    stamps: str = ""
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,7 @@ class Store:
             fingerprint=meta.get("fingerprint", ""),
             dirty=meta.get("dirty", ""),
             pending=bool(meta.get("pending", "")),
+            stamps=meta.get("stamps", ""),
         )
 
     def count(self) -> int:
@@ -340,7 +342,7 @@ class Store:
         # count before the write): readers that derive data from the rows (the link
         # graph) see in one lookup whether theirs is still current.
         if self._conn.total_changes != before:
-            self.set_meta(rows_version=secrets.token_hex(8))
+            self.set_meta(rows_version=os.urandom(8).hex())
 
     def rows_version(self) -> str:
         """A token that changes whenever a row does ("" before the first write)."""

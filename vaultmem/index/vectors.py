@@ -14,34 +14,39 @@ name promises is refused with an ``IndexStateError`` rather than mixed into.
 second and commands that never touch vectors must not pay for it. Embeddings are always
 passed explicitly and every collection is opened with ``embedding_function=None``:
 Chroma's default embedding function downloads a model at run time.
+
+Every write to an embedded store moves the collection's snapshot generation on first
+(:func:`vaultmem.index.vector_snapshot.writing`), so a one-shot read never serves a flat
+snapshot older than a completed write; :mod:`vaultmem.index.vector_reads` chooses.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from vaultmem.config import ChromaConfig
 from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
+from vaultmem.index import vector_snapshot
 from vaultmem.index.records import STORE_DATABASE, STORE_MARK
+from vaultmem.index.vector_snapshot import Vector, Vectors
 from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.collection_configuration import CreateCollectionConfiguration
     from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Include
 
-__all__ = ["ChromaConfig", "Vector", "Vectors", "VectorStore", "collection_name"]
-
-Vector: TypeAlias = Sequence[float] | np.ndarray
-Vectors: TypeAlias = Sequence[Vector] | np.ndarray
+__all__ = ["ChromaConfig", "Vector", "Vectors", "VectorStore", "collection_name", "store_where"]
 
 # Every vaultmem collection's name starts with this, so `models()` can tell ours apart
 # from whatever else lives on a shared Chroma server.
@@ -109,14 +114,20 @@ class VectorStore:
         dimension: int,
         where: str,
         chroma: ChromaConfig,
+        cache_dir: Path | None = None,
     ) -> None:
-        """Use :meth:`open`; this only wires already-validated parts together."""
+        """Use :meth:`open`; this only wires already-validated parts together.
+
+        ``cache_dir``: where an embedded store's snapshots live (None for a server).
+        """
         self._client: ClientAPI | None = client
         self._collection = collection
         self.model_id = model_id
         self.dimension = dimension
         self.where = where
+        self.name = collection.name
         self._chroma = chroma
+        self._cache_dir = cache_dir
         try:
             batch = int(client.get_max_batch_size())
         except Exception:  # an old server without the endpoint: fall back to a safe size
@@ -165,6 +176,7 @@ class VectorStore:
             dimension=dimension,
             where=where,
             chroma=chroma,
+            cache_dir=None if chroma.host else Path(cache_dir),
         )
 
     def close(self) -> None:
@@ -203,17 +215,7 @@ class VectorStore:
 
     def ids(self) -> set[str]:
         """Every id stored for this model (for garbage collection against the manifest)."""
-        out: set[str] = set()
-        collection = self._live()
-        with self._guard("listing vectors"):
-            offset = 0
-            while True:
-                got = collection.get(include=[], limit=self._batch, offset=offset)
-                page = got["ids"]
-                out.update(page)
-                if len(page) < self._batch:
-                    return out
-                offset += len(page)
+        return {id_ for page in self._pages([], "listing vectors") for id_ in page["ids"]}
 
     def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
         """The stored vectors of ``ids`` (ids not stored are left out)."""
@@ -228,6 +230,18 @@ class VectorStore:
                 for id_, vector in zip(got["ids"], embeddings, strict=True):
                     out[id_] = [float(x) for x in vector]
         return out
+
+    def all_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every (id, vector) stored for this model: ids sorted, one float32 row each (for
+        a snapshot, :func:`vaultmem.index.vector_snapshot.rebuild`)."""
+        ids: list[str] = []
+        rows = [np.zeros((0, self.dimension), dtype=np.float32)]
+        for page in self._pages(["embeddings"], "reading vectors"):
+            if page["ids"]:
+                ids.extend(page["ids"])
+                rows.append(np.asarray(page["embeddings"], dtype=np.float32))
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        return [ids[i] for i in order], np.concatenate(rows)[order]
 
     def query(self, embedding: Vector, k: int) -> list[tuple[str, float]]:
         """The ``k`` nearest ids to ``embedding`` as (id, cosine similarity), best first."""
@@ -283,7 +297,9 @@ class VectorStore:
         rows = np.fromiter(last.values(), dtype=np.int64, count=len(last))
         matrix = matrix[rows]
         collection = self._live()
-        with self._guard("storing vectors"):
+        if not keep_ids:
+            return
+        with self._writing(), self._guard("storing vectors"):
             for start in range(0, len(keep_ids), self._batch):
                 stop = start + self._batch
                 collection.upsert(ids=keep_ids[start:stop], embeddings=matrix[start:stop])
@@ -292,7 +308,9 @@ class VectorStore:
         """Remove the vectors of ``ids``; ids that are not stored are ignored."""
         wanted = _unique(ids)
         collection = self._live()
-        with self._guard("deleting vectors"):
+        if not wanted:
+            return
+        with self._writing(), self._guard("deleting vectors"):
             for chunk in _chunks(wanted, self._batch):
                 collection.delete(ids=chunk)
 
@@ -307,45 +325,34 @@ class VectorStore:
             raise IndexStateError(f"{self.where}: the vector store is closed")
         return self._client
 
+    def _pages(self, include: Include, action: str) -> Iterator[Any]:
+        """Every stored entry with ``include``, one Chroma ``get`` page at a time."""
+        collection = self._live()
+        with self._guard(action):
+            offset = 0
+            while True:
+                got = collection.get(include=include, limit=self._batch, offset=offset)
+                yield got
+                if len(got["ids"]) < self._batch:
+                    return
+                offset += len(got["ids"])
+
     @contextmanager
     def _guard(self, action: str) -> Iterator[None]:
         with _translate(self.where, self._chroma, action):
             yield
 
-    def _matrix(self, embeddings: Vectors) -> np.ndarray:
-        """Validate vectors as a float32 (n, dimension) matrix before Chroma sees them.
+    def _writing(self) -> contextlib.AbstractContextManager[None]:
+        """Around a write: an embedded store's snapshot generation moved on first."""
+        if self._cache_dir is None:
+            return contextlib.nullcontext()
+        return vector_snapshot.writing(self._cache_dir, self.name)
 
-        Chroma would store a NaN or a zero vector and then answer with garbage (cosine
-        normalisation divides by the norm), and its dimension error names no model.
-        """
-        if isinstance(embeddings, np.ndarray):
-            matrix = embeddings.astype(np.float32, copy=False)
-        else:
-            rows = list(embeddings)
-            if not rows:
-                return np.zeros((0, self.dimension), dtype=np.float32)
-            lengths = {len(r) for r in rows}
-            if len(lengths) != 1:
-                raise IndexStateError(
-                    f"{self.where}: vectors of mixed lengths {sorted(lengths)} for model "
-                    f"{self.model_id!r} (dimension {self.dimension})"
-                )
-            matrix = np.asarray(rows, dtype=np.float32)
-        if matrix.ndim == 1 and matrix.size == 0:
-            matrix = matrix.reshape(0, self.dimension)
-        if matrix.ndim != 2:
-            raise VaultmemError(f"expected a list of vectors, got an array of shape {matrix.shape}")
-        if matrix.shape[0] and matrix.shape[1] != self.dimension:
-            raise IndexStateError(
-                f"{self.where}: got {matrix.shape[1]}-dimensional vectors for model "
-                f"{self.model_id!r}, whose collection holds {self.dimension}-dimensional ones; "
-                "the embedder's model or dimension changed without the configured model id"
-            )
-        if not np.isfinite(matrix).all():
-            raise VaultmemError("an embedding contains NaN or infinity")
-        if matrix.shape[0] and not (np.linalg.norm(matrix, axis=1) > 0).all():
-            raise VaultmemError("an embedding is the zero vector (cosine is undefined)")
-        return matrix
+    def _matrix(self, embeddings: Vectors) -> np.ndarray:
+        """Validate vectors as a float32 (n, dimension) matrix before Chroma sees them."""
+        return vector_snapshot.as_matrix(
+            embeddings, dimension=self.dimension, model_id=self.model_id, where=self.where
+        )
 
 
 def stored_models(
@@ -387,16 +394,22 @@ def _connect(cache_dir: Path, chroma: ChromaConfig) -> tuple[ClientAPI, str]:
     """A client of the configured Chroma (embedded under ``cache_dir`` unless a server is
     named), and how messages name it."""
     _quiet_chromadb()
+    where = store_where(cache_dir, chroma)
     if chroma.host:
-        where = f"Chroma server {_hostport(chroma)}"
         return _http_client(chroma, where), where
     path = (Path(cache_dir) / "chroma").resolve()
-    where = f"vector store {path}"
     if (path / STORE_MARK).exists() and not (path / STORE_DATABASE).exists():
         # Opening would create an empty database under the old mark, and the vector
         # records (which name that mark) would go on vouching for every vector.
         raise IndexStateError(f"{where}: cannot open: its database {STORE_DATABASE} is missing")
     return _persistent_client(path, where), where
+
+
+def store_where(cache_dir: Path, chroma: ChromaConfig) -> str:
+    """How messages name the configured store: a Chroma server, or the embedded path."""
+    if chroma.host:
+        return f"Chroma server {_hostport(chroma)}"
+    return f"vector store {(Path(cache_dir) / 'chroma').resolve()}"
 
 
 def _hostport(chroma: ChromaConfig) -> str:
@@ -499,6 +512,7 @@ def discard_embedded(cache_dir: Path) -> None:
     SharedSystemClient._identifier_to_system.pop(path, None)
     with suppress(AttributeError):
         SharedSystemClient._identifier_to_refcount.pop(path, None)
+    vector_snapshot.discard(Path(cache_dir))
     shutil.rmtree(path, ignore_errors=True)
 
 

@@ -27,8 +27,9 @@ class Embedder(Protocol):
         """About how many characters fit the model's window (fragment sizing)."""
         ...
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed texts (documents or queries), one vector per text, in input order."""
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        """Embed texts, one vector per text, in input order: documents, or with ``query``
+        search queries (a model trained for retrieval embeds the two differently)."""
         ...
 
 

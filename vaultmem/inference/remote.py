@@ -10,10 +10,21 @@ URL convention: ``url`` is either a server root (``http://host:8000``), to which
 ``/v1`` is appended, or a full OpenAI base URL that already has a path
 (``http://host:8000/v1``, ``https://api.example.com/openai/v1``), used as given.
 
+Queries and documents: cloud models trained for retrieval embed a query and the passage
+that answers it differently, and are told which is which by a field of the request:
+Jina's ``task`` (``retrieval.query`` / ``retrieval.passage``), Voyage's ``input_type``
+(``query`` / ``document``), Cohere's (``search_query`` / ``search_document``). Which one
+is sent is ``input_type_style``: ``auto`` (the default) picks it by the URL's host
+(api.jina.ai, api.voyageai.com, api.cohere.ai or api.cohere.com; any other host gets
+neither field), or a proxy in front of one of them names it (``jina``, ``voyage``,
+``cohere``); ``none`` sends neither.
+
 ``model_id`` is ``"openai:<model>"``, or ``"openai:<model>@<dimensions>"`` when
 ``dimensions`` asks the API to shorten vectors (different lengths are different
-vector spaces). The URL is deliberately not part of it: the same model served from
-another host yields the same vectors.
+vector spaces), with ``+<style>`` when queries and documents are told apart (their
+vectors are not those of the same model asked without the field). The URL is
+deliberately not part of it: the same model served from another host yields the same
+vectors.
 
 ``openai`` is imported lazily (inside functions) so that ``vaultmem --help`` and BM25
 search never pay for it.
@@ -29,7 +40,9 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from vaultmem.config import INPUT_TYPE_STYLES
 from vaultmem.errors import EndpointError
 from vaultmem.inference.http import (
     DUMMY_API_KEY,
@@ -53,15 +66,44 @@ log = logging.getLogger(__name__)
 __all__ = [
     "DUMMY_API_KEY",
     "MAX_RETRY_AFTER",
+    "INPUT_TYPE_FIELDS",
     "EndpointConfig",
     "OpenAIEmbedder",
     "TokenBucket",
     "base_url",
     "display_url",
     "estimate_tokens",
+    "input_type_style",
 ]
 
 _ROLE = "embedding endpoint"
+
+# The fields each style adds to an embeddings request: (for a document, for a query).
+INPUT_TYPE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "jina": ({"task": "retrieval.passage"}, {"task": "retrieval.query"}),
+    "voyage": ({"input_type": "document"}, {"input_type": "query"}),
+    "cohere": ({"input_type": "search_document"}, {"input_type": "search_query"}),
+    "none": ({}, {}),
+}
+# The hosts ``auto`` knows; any other gets ``none``.
+_STYLE_OF_HOST = {
+    "api.jina.ai": "jina",
+    "api.voyageai.com": "voyage",
+    "api.cohere.ai": "cohere",
+    "api.cohere.com": "cohere",
+}
+
+
+def input_type_style(url: str, style: str = "auto") -> str:
+    """The style an endpoint gets: ``style``, or for ``auto`` the one of the URL's host.
+
+    Example:
+        >>> input_type_style("https://api.jina.ai/v1"), input_type_style("http://localhost:8080")
+        ('jina', 'none')
+    """
+    if style != "auto":
+        return style
+    return _STYLE_OF_HOST.get((urlsplit(url.strip()).hostname or "").lower(), "none")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +114,7 @@ class EndpointConfig:
     ``tpm_limit`` (tokens per minute, estimated as characters / 4) paces requests
     for cloud quotas; ``None`` means no pacing. ``dimensions`` is passed to the API
     (OpenAI text-embedding-3 models can shorten vectors); ``None`` leaves it out.
+    ``input_type_style`` says how queries and documents are told apart (module doc).
     ``backoff_base``/``backoff_max`` shape the exponential backoff between retries.
     """
 
@@ -85,6 +128,7 @@ class EndpointConfig:
     tpm_limit: int | None = None
     max_chars: int = 2000
     dimensions: int | None = None
+    input_type_style: str = "auto"
     backoff_base: float = 0.5
     backoff_max: float = 30.0
 
@@ -104,6 +148,11 @@ class EndpointConfig:
             raise EndpointError("embedding endpoint: tpm_limit must be at least 1")
         if self.dimensions is not None and self.dimensions < 1:
             raise EndpointError("embedding endpoint: dimensions must be at least 1")
+        if self.input_type_style not in INPUT_TYPE_STYLES:
+            raise EndpointError(
+                f"embedding endpoint: input_type_style must be one of "
+                f"{', '.join(INPUT_TYPE_STYLES)}, not {self.input_type_style!r}"
+            )
 
 
 def estimate_tokens(text: str) -> int:
@@ -167,6 +216,7 @@ class OpenAIEmbedder:
         self._client: OpenAI | None = None
         self._client_lock = threading.Lock()
         self._dimension: int | None = config.dimensions
+        self._style = input_type_style(config.url, config.input_type_style)
         self._bucket = TokenBucket(config.tpm_limit) if config.tpm_limit else None
         # A 429 with Retry-After pauses every batch of this embedder, not just the
         # one that got it: the others would only be refused too.
@@ -180,10 +230,12 @@ class OpenAIEmbedder:
 
     @property
     def model_id(self) -> str:
-        """``openai:<model>``, with ``@<dimensions>`` when the API shortens vectors."""
+        """``openai:<model>``, with ``@<dimensions>`` when the API shortens vectors and
+        ``+<style>`` when queries and documents are told apart."""
+        name = f"openai:{self.config.model}"
         if self.config.dimensions is not None:
-            return f"openai:{self.config.model}@{self.config.dimensions}"
-        return f"openai:{self.config.model}"
+            name += f"@{self.config.dimensions}"
+        return name if self._style == "none" else f"{name}+{self._style}"
 
     @property
     def dimension(self) -> int:
@@ -198,11 +250,13 @@ class OpenAIEmbedder:
         """Inputs longer than this many characters are truncated before sending."""
         return self.config.max_chars
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         """Embed ``texts`` in batches, concurrently; L2-normalised vectors in input order.
 
-        Raises :class:`EndpointError` (one line naming the URL) when a batch still fails
-        after ``max_retries`` retries or fails in a way a retry cannot fix (4xx).
+        ``query`` marks search queries (documents otherwise): the endpoint is told so in
+        the field of its ``input_type_style``. Raises :class:`EndpointError` (one line
+        naming the URL) when a batch still fails after ``max_retries`` retries or fails
+        in a way a retry cannot fix (4xx).
         """
         if isinstance(texts, str):  # a lone string is a sequence of characters: refuse
             raise TypeError("embed() takes a sequence of strings, not a string")
@@ -211,12 +265,13 @@ class OpenAIEmbedder:
         inputs = [self._prepare(t) for t in texts]
         size = self.config.batch_size
         batches = [inputs[i : i + size] for i in range(0, len(inputs), size)]
+        fields = INPUT_TYPE_FIELDS[self._style][query]
         stop = threading.Event()
         if len(batches) == 1 or self.config.concurrency == 1:
             # No pool for a single query or a sequential configuration.
-            results = [self._embed_batch(b, stop) for b in batches]
+            results = [self._embed_batch(b, fields, stop) for b in batches]
         else:
-            results = self._embed_concurrently(batches, stop)
+            results = self._embed_concurrently(batches, fields, stop)
         return [vec for batch in results for vec in batch]
 
     # -- internals --------------------------------------------------------------------
@@ -228,13 +283,13 @@ class OpenAIEmbedder:
         return text if text.strip() else " "
 
     def _embed_concurrently(
-        self, batches: list[list[str]], stop: threading.Event
+        self, batches: list[list[str]], fields: dict[str, str], stop: threading.Event
     ) -> list[list[list[float]]]:
         workers = min(self.config.concurrency, len(batches))
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vaultmem-embed")
         try:
             futures: list[Future[list[list[float]]]] = [
-                pool.submit(self._embed_batch, b, stop) for b in batches
+                pool.submit(self._embed_batch, b, fields, stop) for b in batches
             ]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             for fut in done:
@@ -259,7 +314,9 @@ class OpenAIEmbedder:
                 )
             return self._client
 
-    def _embed_batch(self, batch: list[str], stop: threading.Event) -> list[list[float]]:
+    def _embed_batch(
+        self, batch: list[str], fields: dict[str, str], stop: threading.Event
+    ) -> list[list[float]]:
         tokens = sum(estimate_tokens(t) for t in batch)
 
         def pace() -> bool:
@@ -269,7 +326,7 @@ class OpenAIEmbedder:
             return self._bucket is None or self._bucket.acquire(tokens, stop)
 
         return call_with_retries(
-            lambda: self._request(batch),
+            lambda: self._request(batch, fields),
             label=f"{_ROLE} {self._url}",
             max_retries=self.config.max_retries,
             backoff_base=self.config.backoff_base,
@@ -281,8 +338,9 @@ class OpenAIEmbedder:
             on_retry_after=self._pause_all,
         )
 
-    def _request(self, batch: list[str]) -> list[list[float]]:
-        """One HTTP request; returns normalised vectors or raises ``Failure``."""
+    def _request(self, batch: list[str], fields: dict[str, str]) -> list[list[float]]:
+        """One HTTP request (``fields`` added to its body); returns normalised vectors or
+        raises ``Failure``."""
         client = self._get_client()
         kwargs: dict[str, Any] = {
             "model": self.config.model,
@@ -292,6 +350,8 @@ class OpenAIEmbedder:
         }
         if self.config.dimensions is not None:
             kwargs["dimensions"] = self.config.dimensions
+        if fields:
+            kwargs["extra_body"] = fields  # not parameters of the openai client
         try:
             response = client.embeddings.create(**kwargs)
         except Exception as exc:  # every openai/httpx failure is translated below

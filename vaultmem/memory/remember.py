@@ -2,7 +2,9 @@
 
 A memory is a new note in the inbox folder, rendered from the ``memory.md.j2`` template,
 with ``created`` = now, the short-term half-life (``stm_half_life``) and ``status:
-active``. Before writing, the vault is searched for the same content:
+active``; its file name and ``# heading`` come from its title, else from a short title
+derived from the text (:func:`derive_title`: every front end and `extract` get it here).
+Before writing, the vault is searched for the same content:
 
 - an **exact duplicate** (the same text once lower-cased, whitespace collapsed and end
   punctuation stripped; a leading ``# heading`` is not part of the text) creates nothing:
@@ -60,6 +62,7 @@ __all__ = [
     "Remembered",
     "content_key",
     "create_note",
+    "derive_title",
     "remember",
     "shingle_similarity",
     "slugify",
@@ -74,9 +77,25 @@ NEAR_NEIGHBOURS = 5
 SHINGLE_WORDS = 3
 LEXICAL_CANDIDATES = 10
 SLUG_MAX = 60
-SLUG_WORDS = 8  # a file name from the text uses its first words, not a whole paragraph
+TITLE_MAX = 60  # a title derived from the text: its first sentence or clause, this long at most
+TITLE_MIN = 20  # ... and no shorter than this when a long sentence is cut at a clause
 
 _H1_RE = re.compile(r"^ {0,3}#[ \t]+\S")
+# Where a sentence ends: end punctuation before a space or the end (not "3.5", "v1.2").
+_SENTENCE_END_RE = re.compile(r"[.!?…](?=\s|$)")
+# Where a clause ends: after , ; : or before a spaced dash or a parenthesis.
+_CLAUSE_END_RE = re.compile(r"[,;:](?=\s)|\s[—–-]\s|\s\(")
+# A line that starts a new block, not a wrapped line of the first paragraph.
+_BLOCK_START_RE = re.compile(r"^(?:[-*+>|#]|\d+[.)]\s|```|~~~)")
+_LIST_MARK_RE = re.compile(r"^(?:[-*+>]\s+|\d+[.)]\s+)+")
+_WIKILINK_RE = re.compile(r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
+_MD_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_TRAILING_RE = re.compile(r"[\s.,;:!?…—–(\[\"'“‘-]+$")
+# Words a title cut at a word boundary should not end on.
+_DANGLING_WORDS = "a an and as at because but by for if in of or so than that the to when with"
+_DANGLING = frozenset(_DANGLING_WORDS.split())
+# "e.g." and "etc." end no sentence.
+_ABBREVIATIONS = frozenset(("approx", "cf", "etc", "incl", "vs"))
 _EDGE_PUNCT_RE = re.compile(r"^[\W_]+|[\W_]+$")
 _WORD_RE = re.compile(r"\w+")
 
@@ -217,6 +236,63 @@ def slugify(text: str, *, max_words: int | None = None) -> str:
             break
         slug = longer
     return slug or (words[0][:SLUG_MAX] if words else "memory")
+
+
+def derive_title(text: str) -> str:
+    """A short title for a memory given none: the text's own leading ``# heading``, else
+    its first sentence, cut when longer than 60 characters at the last clause end
+    (``,`` ``;`` ``:`` a spaced dash) that leaves at least 20, else at the last word
+    boundary; links and emphasis marks become their text, and no punctuation is left at
+    the end. "" for a text without words.
+
+    Example:
+        >>> derive_title("We moved sessions to Redis. Memcached lost them on every deploy.")
+        'We moved sessions to Redis'
+    """
+    lines = text.strip().splitlines()
+    if lines and _H1_RE.match(lines[0]):
+        return _plain_words(lines[0].lstrip(" #"))
+    paragraph: list[str] = []
+    for line in (line.strip() for line in lines):
+        if paragraph and (not line or _BLOCK_START_RE.match(line)):
+            break
+        if line and _WORD_RE.search(line) and not line.startswith(("```", "~~~")):
+            paragraph.append(_LIST_MARK_RE.sub("", line) if not paragraph else line)
+    first = _first_sentence(_plain_words(" ".join(paragraph)))
+    if len(first) > TITLE_MAX:
+        ends = [m.start() for m in _CLAUSE_END_RE.finditer(first)]
+        ends = [end for end in ends if TITLE_MIN <= end <= TITLE_MAX]
+        first = first[: ends[-1]] if ends else _cut_at_word(first)
+    return _TRAILING_RE.sub("", first)
+
+
+def _cut_at_word(text: str) -> str:
+    """The first :data:`TITLE_MAX` characters of ``text`` without a word cut in two (a
+    single longer word is cut) nor a last word that leaves it hanging ("for", "and")."""
+    head = text[:TITLE_MAX]
+    if _WORD_RE.fullmatch(text[TITLE_MAX - 1 : TITLE_MAX + 1]) and " " in head:
+        head = head[: head.rindex(" ")]
+    words = head.split()
+    while len(words) > 1 and words[-1].lower() in _DANGLING:
+        words.pop()
+    return " ".join(words)
+
+
+def _plain_words(text: str) -> str:
+    """Markdown links as their text, no emphasis or code marks, whitespace collapsed."""
+    text = _WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), text)
+    text = _MD_LINK_RE.sub(lambda m: m.group(1), text)
+    return " ".join(text.replace("`", "").replace("**", "").replace("*", "").split())
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first end of sentence ("e.g." and the like end none)."""
+    for found in _SENTENCE_END_RE.finditer(text):
+        word = text[: found.start()].rsplit(" ", 1)[-1]
+        if "." in word or word.lower() in _ABBREVIATIONS:
+            continue
+        return text[: found.start()]
+    return text
 
 
 def target_folder(config: Config, folder: str | None, default: str | None = None) -> str:
@@ -455,8 +531,15 @@ def _write_new(
     supersedes: str | None,
     changed: list[str],
 ) -> Remembered:
-    """Write the new memory; ``changed`` collects what to re-index."""
-    slug = slugify(title) if title else slugify(body, max_words=SLUG_WORDS)
+    """Write the new memory; ``changed`` collects what to re-index.
+
+    Without a ``title`` one is derived from the text (:func:`derive_title`): the file is
+    named after it and the note gets it as its ``# heading`` (unless the text starts with
+    its own); only a given title goes into the frontmatter.
+    """
+    derived = title or derive_title(body)
+    heading = title or (None if _H1_RE.match(body) else derived or None)
+    slug = slugify(derived)
     names = note_names(config)
     path = unique_path(config, folder, slug, names=names)
     resolver = LinkResolver(names) if (near or supersedes) else None
@@ -468,7 +551,7 @@ def _write_new(
     meta = _frontmatter(
         config, now=now, title=title, tags=_clean_tags(tags), note_type=note_type, links=links
     )
-    raw = render_note(config, TEMPLATE, path, meta, title=title, text=body)
+    raw = render_note(config, TEMPLATE, path, meta, title=heading, text=body)
     create_note(config, path, raw)
     changed.append(path)
     if supersedes is not None and resolver is not None:

@@ -12,14 +12,17 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.atomic import atomic_write
 from vaultmem.config import Config
 from vaultmem.errors import VaultmemError
-from vaultmem.inference.llm import JSONReplyError, LLMClient, parse_json_reply
 from vaultmem.retrieval.query_types import Backends, Expansion, QueryOptions, Stage
 from vaultmem.vault import make_cache
+
+if TYPE_CHECKING:
+    # The chat client loads only where an expansion runs: a keyword search never does.
+    from vaultmem.inference.llm import LLMClient
 
 __all__ = [
     "EXPANSION_OFF",
@@ -89,6 +92,8 @@ def parse_expansion(reply: str, original: str) -> Expansion:
         ...                 "cache").lexical
         ('redis ttl',)
     """
+    from vaultmem.inference.llm import JSONReplyError, parse_json_reply
+
     value = parse_json_reply(reply, expect=dict)
     hypothetical = _field(value, "hypothetical")
     if isinstance(hypothetical, list):
@@ -201,6 +206,8 @@ def expansion_stage(
         return None, Stage("expansion", "bypassed", "strong keyword signal")
     if backends.llm is None:
         return None, Stage("expansion", "skipped", backends.llm_note)
+    from vaultmem.inference.llm import JSONReplyError
+
     try:
         found = expand(config, backends.llm, text, intent)
     except JSONReplyError as exc:

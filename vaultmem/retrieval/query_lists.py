@@ -176,7 +176,7 @@ def vector_lists(
     try:
         # One embedding call for every text: a single batch, one request to an endpoint.
         if backends.vectors is not None:
-            vectors = embedder.embed(texts)
+            vectors = embedder.embed(texts, query=True)
             found = backends.vectors.nearest_with_leads(vectors, limit=depth, filters=filters)
         else:
             vectors, opened = embed_and_open(config, embedder, texts)

@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from vaultmem.config import Config
 from vaultmem.errors import ConfigError, EndpointError
 from vaultmem.inference.base import Embedder
-from vaultmem.inference.llm import LLMClient
-from vaultmem.inference.rerank import Reranker
 from vaultmem.model import Filters, Hit
 from vaultmem.retrieval import fusion
 from vaultmem.retrieval.memory_rank import Ranked, RankingOptions
 from vaultmem.retrieval.routing import Reach, Route
 
 if TYPE_CHECKING:
+    # Only named in annotations: a keyword search or a hook never loads the chat client.
+    from vaultmem.inference.llm import LLMClient
+    from vaultmem.inference.rerank import Reranker
     from vaultmem.retrieval.vsearch import VectorIndex
 
 __all__ = [
@@ -276,7 +277,7 @@ def backends_for(config: Config) -> Backends:
     """
     from vaultmem.inference.base import client_config
     from vaultmem.inference.embedders import embedder_for
-    from vaultmem.inference.llm import LLMConfig
+    from vaultmem.inference.llm import LLMClient, LLMConfig
     from vaultmem.inference.rerank import EndpointReranker, LLMReranker, RerankConfig
 
     notes: dict[str, Any] = {}

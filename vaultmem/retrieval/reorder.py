@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from vaultmem.config import Config
 from vaultmem.errors import VaultmemError
 from vaultmem.index.lexical import LexicalIndex
+from vaultmem.model import Filters
 from vaultmem.retrieval import fusion, memory_rank, routing
 from vaultmem.retrieval.memory_rank import Ranked, RankingOptions
 from vaultmem.retrieval.query_types import NO_RERANKER, Backends, QueryOptions, Stage, Status
@@ -49,8 +50,6 @@ def rerank_stage(
 ) -> tuple[dict[str, float], Stage]:
     """Rerank scores of the first ``options.candidates`` of ``pool`` by their fragment
     (``texts``); none, with the reason, when reranking is off, missing or failed."""
-    from vaultmem.inference.rerank import EndpointReranker, LLMReranker
-
     if not options.rerank:
         return {}, Stage("rerank", "off", "--no-rerank")
     reranker = backends.reranker
@@ -61,6 +60,9 @@ def rerank_stage(
     chosen = [doc for doc in pool[: options.candidates] if texts.get(doc)]
     if not chosen:
         return {}, Stage("rerank", "off", "no candidate to rerank")
+    # Only here: a search without a reranker never loads the chat and rerank clients.
+    from vaultmem.inference.rerank import EndpointReranker, LLMReranker
+
     try:
         scores = reranker.rerank(query_text, [texts[doc] for doc in chosen])
     except VaultmemError as exc:
@@ -175,9 +177,13 @@ def route_stage(
         reach = routing.entity_links(graph, route.entity)
     wanted = {*reach, *([route.entity] if route.entity else [])}
     entries = {**entries, **index.entries(p for p in wanted if p not in entries)}
+    tagged = _tagged_entries(config, wanted, options.filters)
 
     def shown(path: str) -> bool:
-        return path in entries and passes(config, path, entries[path], options.filters)
+        entry = tagged.get(path, entries.get(path))
+        return (
+            path in entries and entry is not None and passes(config, path, entry, options.filters)
+        )
 
     reach = {p: r for p, r in reach.items() if shown(p)}
     if route.entity is None:
@@ -189,3 +195,17 @@ def route_stage(
         order = routing.route_entity(ranked, route.entity, reach)
         detail = f"{said}: {route.entity} first, {len(reach)} linked note(s)"
     return Routed(route, order, Stage("route", "ran", detail), entries, reach)
+
+
+def _tagged_entries(config: Config, paths: set[str], filters: Filters) -> dict[str, Entry]:
+    """The manifest's entries of ``paths`` when a tag filter needs them ({} otherwise): the
+    keyword index stores no tags, so a linked note it describes would never pass ``--tag``."""
+    if not filters.tag or not paths:
+        return {}
+    from vaultmem.index import manifest as mf
+
+    store = mf.open_reader(config.cache_dir)
+    if store is None:
+        return {}
+    with store:
+        return store.get_many(paths)

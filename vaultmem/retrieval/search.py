@@ -11,8 +11,10 @@ from pathlib import Path
 
 from vaultmem.config import Config
 from vaultmem.errors import VaultmemError
+from vaultmem.index import manifest as mf
 from vaultmem.index.analysis import analyse, asked_terms
 from vaultmem.index.lexical import LexicalHit, LexicalIndex
+from vaultmem.memory_state import note_memory
 from vaultmem.model import Filters, Hit
 from vaultmem.note import read_note
 from vaultmem.retrieval.memory_rank import NoteWords, QueryTerms, Ranked, RankingOptions, rank
@@ -126,15 +128,36 @@ def lexical_hits(
         >>> [h.path for h in lexical_hits(config, "redis", limit=3)]  # doctest: +SKIP
     """
     index = index or LexicalIndex.open(config.cache_dir)
-    wanted = limit
-    if filters.collection:
-        coll = config.collection(filters.collection)
-        filters = _with_folder(filters, coll.path)
-        wanted = limit * 5
-    raw = index.search(text, limit=wanted, filters=filters, lead=lead)
-    if filters.collection:
-        raw = [r for r in raw if in_collection(r.path, config, filters.collection)][:limit]
-    return raw
+    if not filters.collections and not filters.dated:
+        return index.search(text, limit=limit, filters=filters, lead=lead)
+    # The index cannot tell collections or dates: ask it for more, keep the notes that
+    # pass, and ask again deeper until enough do or it has no more.
+    narrowed = _within_collections(config, filters)
+    wanted = limit * 5
+    while True:
+        raw = index.search(text, limit=wanted, filters=narrowed, lead=lead)
+        kept = [r for r in raw if passes_outside_index(config, r.path, r.entry(), filters)]
+        if len(kept) >= limit or len(raw) < wanted:
+            return kept[:limit]
+        wanted *= 4
+
+
+def passes_outside_index(config: Config, path: str, entry: mf.Entry, filters: Filters) -> bool:
+    """Whether a note passes the filters the keyword index cannot apply itself: in one of
+    the collections (ConfigError for an unknown name), and dated in the window (its
+    ``created``, else its file's mtime, or its ``last_used``).
+
+    The window is the one :mod:`vaultmem.api` resolved; filters with ``since``/``until``
+    but no window are a caller's mistake (ValueError).
+    """
+    if filters.collections and not any(in_collection(path, config, c) for c in filters.collections):
+        return False
+    if filters.window is None:
+        if filters.dated:
+            raise ValueError("Filters.since/until apply once resolved into a window (vaultmem.api)")
+        return True
+    memory = note_memory(path, entry)
+    return filters.window.holds(memory.state.created or memory.first_seen, memory.state.last_used)
 
 
 def search(
@@ -216,9 +239,16 @@ def version_terms(config: Config, text: str, index: LexicalIndex | None) -> Quer
     return QueryTerms(weigh, read)
 
 
-def _with_folder(filters: Filters, folder: str) -> Filters:
-    if not folder or filters.folder:
+def _within_collections(config: Config, filters: Filters) -> Filters:
+    """``filters`` narrowed, for the keyword index, to the folder every one of the
+    collections lies in (their paths' deepest common folder), unless a folder is given.
+    An unknown collection is a ConfigError naming the known ones, whatever would match."""
+    paths = [config.collection(name).path.split("/") for name in filters.collections]
+    if not paths or filters.folder:
         return filters
-    return Filters(
-        filters.folder or folder, filters.tag, filters.type, filters.status, filters.collection
-    )
+    common: list[str] = []
+    for parts in zip(*paths, strict=False):
+        if len(set(parts)) != 1 or not parts[0]:
+            break
+        common.append(parts[0])
+    return replace(filters, folder="/".join(common)) if common else filters

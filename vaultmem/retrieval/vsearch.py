@@ -20,9 +20,8 @@ from vaultmem.inference.base import Embedder
 from vaultmem.markdown import expand_tag
 from vaultmem.model import HIDDEN_STATUSES, Filters, Hit, has_words
 from vaultmem.retrieval.memory_rank import RankingOptions, rank_hits
-from vaultmem.retrieval.search import RANKING_DEPTH, version_terms
+from vaultmem.retrieval.search import RANKING_DEPTH, passes_outside_index, version_terms
 from vaultmem.retrieval.snippets import MAX_SNIPPET
-from vaultmem.vault import in_collection
 
 
 def passes(config: Config, path: str, entry: mf.Entry, filters: Filters) -> bool:
@@ -42,7 +41,7 @@ def passes(config: Config, path: str, entry: mf.Entry, filters: Filters) -> bool
         wanted = filters.tag.lstrip("#").lower()
         if not any(wanted in expand_tag(t) for t in entry.tags):
             return False
-    return not filters.collection or in_collection(path, config, filters.collection)
+    return passes_outside_index(config, path, entry, filters)
 
 
 def fragment_snippet(config: Config, path: str, start_line: int, end_line: int) -> str:
@@ -97,18 +96,20 @@ def _no_vectors(model_id: str, models: list[tuple[str, int, int]]) -> str:
 class VectorIndex:
     """The vector side of a vault, opened once: fragment owners, the manifest and the store.
 
-    Opening costs a manifest and fragment-map load plus a Chroma client; a process that
-    searches many times (``eval``, ``query`` with variants, an agent server) keeps one.
+    Opening costs a manifest and fragment-map load plus the store: its flat snapshot
+    when that is current (no Chroma), else a Chroma client
+    (:class:`~vaultmem.index.vector_reads.StoredVectors`); a process that searches many
+    times (``eval``, ``query`` with variants, an agent server) keeps one.
     """
 
     def __init__(self, config: Config, embedder: Embedder) -> None:
-        from vaultmem.index.vectors import VectorStore
+        from vaultmem.index.vector_reads import StoredVectors
 
         self.config = config
         self.embedder = embedder
         self._idx = _load(config, embedder)
         try:
-            self._store = VectorStore.open(
+            self._store = StoredVectors.open(
                 config.cache_dir, embedder.model_id, embedder.dimension, config.chroma
             )
         except IndexStateError as exc:
@@ -247,23 +248,24 @@ def with_snippets(config: Config, hits: Sequence[Hit]) -> list[Hit]:
 def embed_and_open(
     config: Config, embedder: Embedder, texts: Sequence[str]
 ) -> tuple[list[list[float]], VectorIndex]:
-    """The vectors of ``texts`` and the opened vector index (the caller closes it).
+    """The vectors of ``texts``, embedded as queries, and the opened vector index (the
+    caller closes it).
 
     With a model that runs in process, it embeds in a second thread while this one opens
-    the store: opening imports chromadb (about half a second of Python), and the model's
+    the store: opening may import chromadb (about half a second of Python), and the model's
     work releases the GIL, so a one-shot `query` or `vsearch` pays for the longer of the
     two instead of both. An embedding error wins over a store error, as when embedding
     came first.
     """
     prepare = getattr(embedder, "import_libraries", None)
     if prepare is None:
-        vectors = embedder.embed(texts)
+        vectors = embedder.embed(texts, query=True)
         return vectors, VectorIndex(config, embedder)
     from concurrent.futures import ThreadPoolExecutor
 
     prepare()
     with ThreadPoolExecutor(1, thread_name_prefix="vaultmem-embed") as pool:
-        pending = pool.submit(embedder.embed, list(texts))
+        pending = pool.submit(embedder.embed, list(texts), query=True)
         try:
             index = VectorIndex(config, embedder)
         except BaseException:
@@ -345,7 +347,7 @@ def vsearch(
         vectors, opened = embed_and_open(config, embedder, [text[:4000]])
         with opened:
             return opened.ranked(vectors[0], text, limit=limit, filters=filters, ranking=ranking)
-    vector = embedder.embed([text[:4000]])[0]
+    vector = embedder.embed([text[:4000]], query=True)[0]
     return index.ranked(vector, text, limit=limit, filters=filters, ranking=ranking)
 
 

@@ -52,6 +52,7 @@ from vaultmem.model import (
     Hit,
     RememberRequest,
     SearchRequest,
+    split_names,
 )
 from vaultmem.servers.schema import Count, Switch
 from vaultmem.timeline import TimelineRequest
@@ -82,6 +83,12 @@ Action = Annotated[str, _one_of(NOTE_ACTIONS, optional=False)]
 NoteType = Annotated[str | None, _one_of(NOTE_TYPES)]
 Text = str | None
 Tags = list[str] | None
+Collections = Annotated[
+    str | list[str] | None, Field(description='Configured collections, "a,b" or a list: any.')
+]
+When = Annotated[
+    str | None, Field(description="Created or last used: ISO date, or 7d/2w/12h back.")
+]
 # Count: JSON's `true` is no line or limit of 1, "5" no number (pydantic would convert).
 Line = Annotated[Count | None, Field(description="1-based, inclusive.")]
 
@@ -202,10 +209,21 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         tag: Text = None,
         type: Text = None,  # noqa: A002 - the filter's name everywhere else
         status: Annotated[str | None, Field(description="e.g. forgotten (else hidden).")] = None,
+        collection: Collections = None,
+        since: When = None,
+        until: When = None,
     ) -> CallToolResult:
         def work() -> object:
             chosen = mode or ("hybrid" if vault.has_vectors() else "keyword")
-            filters = Filters(folder=folder, tag=tag, type=type, status=status)
+            filters = Filters(
+                folder=folder,
+                tag=tag,
+                type=type,
+                status=status,
+                collections=split_names(collection, "collection"),
+                since=since,
+                until=until,
+            )
             request = SearchRequest(query, mode=chosen, limit=limit, filters=filters)
             result = api.search(vault, request, now=clock())
             answer: dict[str, object] = {"hits": [_hit(h) for h in result.hits]}
@@ -299,11 +317,14 @@ def _more_read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
     def surface(
         prompt: str,
         session: Annotated[str | None, Field(description="Skip notes shown before in it.")] = None,
-        budget: Count = SurfaceRequest.budget,
+        budget: Annotated[Count | None, Field(description="Null: the profile's.")] = None,
         vectors: Annotated[bool | None, Field(strict=True)] = None,
+        profile: Annotated[
+            str | None, Field(description="quiet, normal or deep (null: the vault's).")
+        ] = None,
     ) -> CallToolResult:
         def work() -> object:
-            request = SurfaceRequest(prompt, session, budget, vectors)
+            request = SurfaceRequest(prompt, session, budget, vectors, profile=profile)
             return api.surface(vault, request, now=clock()).as_json()
 
         return _answer(work)
@@ -402,14 +423,12 @@ def _get_each(
     not the whole call's; line numbers are the call's (a bad one refuses it)."""
     api.excerpt("", start, end)
     found: list[dict[str, object]] = []
-    for name in names:
-        try:
-            note = api.get(vault, name)
-        except VaultmemError as exc:
-            found.append({"note": name, "error": str(exc)})
+    for looked in api.get_each(vault, names):
+        if looked.found is None:
+            found.append({"note": looked.name, "error": str(looked.error)})
             continue
-        text = api.excerpt(note.text, start, end)
-        found.append({"note": name, "path": note.note.path, "text": text})
+        text = api.excerpt(looked.found.text, start, end)
+        found.append({"note": looked.name, "path": looked.found.note.path, "text": text})
     return found
 
 

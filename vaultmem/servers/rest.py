@@ -388,7 +388,8 @@ def _read_routes(vault: OpenVault, router: APIRouter) -> None:
     )
     def similar(body: SimilarBody) -> Response:
         """`similar --json` (needs vectors)."""
-        hits = api.similar(vault, body.name, limit=body.limit, filters=body.filters.value())
+        filters = body.filters.value()
+        hits = api.similar(vault, body.name, limit=body.limit, filters=filters, now=_now())
         return _json({"hits": [hit.as_json() for hit in hits]})
 
     @router.post(

@@ -51,9 +51,10 @@ from vaultmem.model import (
     Filters,
     RememberRequest,
     SearchRequest,
+    split_names,
 )
 from vaultmem.timeline import TimelineRequest
-from vaultmem.vocabulary import NOTE_TYPES
+from vaultmem.vocabulary import NOTE_TYPES, SURFACE_PROFILES
 
 # --- field types (both servers) -----------------------------------------------------------
 
@@ -75,6 +76,7 @@ QueryText = Annotated[
 Mode = Annotated[str, Field(json_schema_extra={"enum": list(SEARCH_MODES)})]
 Route = Annotated[str, Field(json_schema_extra={"enum": list(ROUTES)})]
 NoteType = Annotated[str, Field(json_schema_extra={"enum": list(NOTE_TYPES)})]
+Profile = Annotated[str, Field(json_schema_extra={"enum": list(SURFACE_PROFILES)})]
 NoteNames = Annotated[list[Text], Field(json_schema_extra={"minItems": 1})]
 
 
@@ -122,11 +124,22 @@ class FiltersBody(_Body):
     tag: Text | None = None
     type: Text | None = None
     status: Text | None = None
-    collection: Text | None = None
+    collection: list[Text] | Text | None = Field(
+        default=None, description='A configured collection, "a,b" or a list: notes in any of them.'
+    )
+    since: Text | None = Field(
+        default=None,
+        description="Notes created or last used since: an ISO date or datetime, or a time "
+        "back from now (7d, 2w, 12h).",
+    )
+    until: Text | None = Field(
+        default=None, description="Notes created or last used until (a bare date includes its day)."
+    )
 
     def value(self) -> Filters:
         """As the core's :class:`~vaultmem.model.Filters`."""
-        return Filters(**self.model_dump())
+        fields = self.model_dump(exclude={"collection"})
+        return Filters(**fields, collections=split_names(self.collection, "collection"))
 
 
 class SearchBody(_Body):
@@ -202,22 +215,26 @@ class SimilarBody(_Body):
     filters: FiltersBody = FiltersBody()
 
 
+_BUDGET_RANGE: dict[str, Any] = {"minimum": MIN_BUDGET, "maximum": MAX_BUDGET}
+
+
 class SurfaceBody(_Body):
     """A prompt to surface context for (`vaultmem surface`)."""
 
     prompt: Text
     session: Text | None = None
-    budget: Count = Field(
-        _default(SurfaceRequest, "budget"),
-        ge=MIN_BUDGET,
-        le=MAX_BUDGET,
-        description="Tokens (chars / 4) the block may take.",
+    # The bounds on the integer branch of the union (the request checks them).
+    budget: Annotated[Count, Field(json_schema_extra=_BUDGET_RANGE)] | None = Field(
+        None, description="Tokens (chars / 4) the block may take (null: the profile's)."
     )
     vectors: bool | None = Field(None, description="null: when the vault has vectors")
+    profile: Profile | None = Field(None, description="null: the vault's [hooks] profile.")
 
     def value(self) -> SurfaceRequest:
         """As the core's request (which validates it)."""
-        return SurfaceRequest(self.prompt, self.session, self.budget, self.vectors)
+        return SurfaceRequest(
+            self.prompt, self.session, self.budget, self.vectors, profile=self.profile
+        )
 
 
 class TimelineBody(_Body):

@@ -1,0 +1,113 @@
+"""`vaults`: the named vaults of the user config; and the vaults `search --vault a
+--vault b` / `--all-vaults` opens."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from vaultmem.cli import app, load_config, open_vault
+from vaultmem.errors import ConfigError
+
+if TYPE_CHECKING:
+    from vaultmem.api import OpenVault, VaultOverview
+
+HOW_TO_NAME = (
+    'no named vaults yet: add a [vaults] table to {path}, e.g. [vaults] notes = "~/notes" '
+    '(and default_vault = "notes" for the one commands use by default)'
+)
+
+
+@app.command()
+def vaults(
+    ctx: typer.Context,
+    json_out: bool = typer.Option(
+        False, "--json", help="One object per vault: name, path, default, notes, index, stale."
+    ),
+) -> None:
+    """List the named vaults: each one's path, notes and keyword index state.
+
+    The vaults are the `[vaults]` table of the user config (~/.config/vaultmem/config.toml,
+    or $VAULTMEM_CONFIG); `*` marks `default_vault`, the one a command uses when neither
+    --vault nor $VAULTMEM_VAULT names one (a default given as a path is listed too). The
+    index is fresh, stale (notes changed since the last `index`; how many in brackets),
+    none (never indexed), missing (no such folder) or error (its configuration does not
+    load). Read as `status` reads it: no note, model or vector store is opened. Any of
+    the names works as `--vault NAME`, and `search --all-vaults` searches them all.
+
+    Example:
+        vaultmem vaults --json
+    """
+    from vaultmem import api
+    from vaultmem import config as cfg
+
+    env, cwd = dict(os.environ), Path.cwd()
+    found = cfg.named_vaults(env, cwd)
+    if not found:
+        typer.echo(HOW_TO_NAME.format(path=cfg.user_config_path(env)), err=True)
+        return
+    shown = []
+    for named in found:
+        loaded, error = None, ""
+        if named.path.is_dir():
+            try:
+                # The global --cache-dir is one vault's: each named vault has its own.
+                loaded = load_config(ctx, vault_flag=str(named.path), cache_dir=None)
+            except ConfigError as exc:
+                error = str(exc)
+        shown.append(api.vault_overview(named, loaded, error))
+    if json_out:
+        for one in shown:
+            typer.echo(json.dumps(one.as_json(), ensure_ascii=False))
+        return
+    rows = [_row(one) for one in shown]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)]
+        typer.echo("  ".join([*cells, row[3]]))
+
+
+def _row(shown: VaultOverview) -> tuple[str, str, str, str]:
+    """One vault's columns: mark and name, path, notes, index state."""
+    name = shown.name if shown.name is not None else "(default)"
+    notes = "" if shown.notes is None else f"{shown.notes} note{'' if shown.notes == 1 else 's'}"
+    state = f"stale ({shown.stale})" if shown.index == "stale" and shown.stale else shown.index
+    why = f" ({shown.problem})" if shown.problem else ""
+    return (f"{'*' if shown.default else ' '} {name}", shown.path, notes, f"index {state}{why}")
+
+
+def open_vaults(ctx: typer.Context, names: list[str], every: bool) -> list[tuple[str, OpenVault]]:
+    """The vaults a command searches, by the name each was given: those of ``--vault``
+    (and the global one, when given), or every named vault (``every``); one vault opened
+    twice under two names is searched once."""
+    from vaultmem import config as cfg
+
+    obj = ctx.find_root().obj or {}
+    wanted = [obj["vault"]] if obj.get("vault") else []
+    wanted += names
+    if every:
+        named = cfg.named_vaults(dict(os.environ), Path.cwd())
+        if not named:
+            raise ConfigError(HOW_TO_NAME.format(path=cfg.user_config_path(dict(os.environ))))
+        for vault in named:
+            if vault.path.is_dir():
+                wanted.append(vault.name or str(vault.path))
+            else:
+                where = f"{vault.name} ({vault.path})" if vault.name else str(vault.path)
+                typer.echo(
+                    f"vaultmem: warning: vault {where} is not a folder: not searched", err=True
+                )
+    if obj.get("cache_dir") and len(wanted) > 1:
+        raise typer.BadParameter(
+            "--cache-dir is one vault's cache: it cannot go with several vaults",
+            param_hint="--cache-dir",
+        )
+    opened: dict[Path, tuple[str, OpenVault]] = {}
+    for name in wanted:
+        vault = open_vault(ctx, vault_flag=name)
+        opened.setdefault(vault.config.vault, (name, vault))
+    return list(opened.values())
