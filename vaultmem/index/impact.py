@@ -19,7 +19,14 @@ The answers are Whoosh's, float for float:
   right (its array union); floating-point addition does not associate, and equal notes
   in two segments must tie exactly for the cut to go by path;
 - a filter and a mask let through what Whoosh's filter collector does;
-- the best are cut with equal scores in path order, as ``LexicalIndex._ranked`` does.
+- every match is scored and the best are cut with equal scores in path order, as
+  ``LexicalIndex._ranked`` does.
+
+That is what Whoosh answers when it collects every match (``limit=None``). Its top-k
+collector answers the same but for rare queries: once it knows a minimum score it swaps
+union matchers for intersection and and-maybe matchers, and those can leave a term out of
+a document's sum (on the 15,926-note vault "print python3 version information" scored
+man1/xmlsec1-config.1.md 11.19 there instead of 17.54, and left it out of the top 10).
 
 A query of another shape (anything but an OR of terms of scored fields) gets None, and
 the caller asks Whoosh.
@@ -168,7 +175,7 @@ class PostingStore:
 def _read_run(leaf: Any, field: str, term: bytes, deleted: frozenset[int]) -> _Run:
     """A term's live postings in one segment, read through Whoosh's matcher."""
     frequency = int(leaf.doc_frequency(field, term))
-    if not frequency or (field, term) not in leaf:
+    if not frequency:  # not in this segment
         return _Run(_EMPTY_DOCS, _EMPTY_SCORES, frequency, deleted)
     docs: list[int] = []
     weights: list[float] = []
