@@ -93,7 +93,8 @@ def test_a_current_snapshot_serves_one_shot_vsearch_without_chromadb(embedded: P
     assert imported and len(snapshot_files(embedded)) == 2
     second, imported = one_shot(embedded)
     assert not imported
-    assert first == second and same(first, by_chroma)
+    # The first was Chroma's answer, the second the snapshot's: equal to float32 noise.
+    assert same(first, by_chroma) and same(second, first)
     assert by_chroma[0][0] in (
         "decisions/Redis for caching.md",
         "reference/Runbook - Redis failover.md",

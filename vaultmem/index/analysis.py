@@ -8,6 +8,7 @@ Whoosh's query parser (:mod:`vaultmem.index.lexical`).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 from vaultmem.index.whoosh_light import light_imports
@@ -24,6 +25,7 @@ __all__ = [
     "asked_terms",
     "query_terms",
     "stemmed",
+    "term_counts",
 ]
 
 WORD_RE = re.compile(r"\w+")
@@ -43,12 +45,14 @@ def analyse(text: str) -> list[str]:
     One fused pass (regex + cached stems) instead of Whoosh's chained analyzer: indexing
     spends most of its time here.
     """
-    out = []
-    for word in WORD_RE.findall(text.lower()):
-        term = stemmed(word)
-        if term:
-            out.append(term)
-    return out
+    return [term for term in map(stemmed, WORD_RE.findall(text.lower())) if term]
+
+
+def term_counts(text: str) -> Counter[str]:
+    """How often each of :func:`analyse`'s terms occurs in ``text`` (counted in C)."""
+    counts = Counter(map(stemmed, WORD_RE.findall(text.lower())))
+    counts.pop("", None)  # the stop words
+    return counts
 
 
 def query_terms(text: str) -> list[str]:

@@ -37,6 +37,7 @@ from vaultmem.index.lexical_schema import LexicalCodec as LexicalCodec  # noqa: 
 from vaultmem.index.lexical_schema import WeightedText as WeightedText  # noqa: E402
 from vaultmem.index.live_stats import LiveBM25F, LiveStats
 from vaultmem.index.manifest import Entry
+from vaultmem.index.segment_writer import LexicalSegmentWriter
 from vaultmem.index.whoosh_light import light_imports
 from vaultmem.model import HIDDEN_STATUSES, Filters
 from vaultmem.vault import make_cache
@@ -260,9 +261,7 @@ class LexicalIndex:
         Runs in worker processes during a parallel build: each writes its own segment
         without taking Whoosh's lock, and the parent attaches them all in one commit.
         """
-        from whoosh.writing import SegmentWriter
-
-        writer = SegmentWriter(
+        writer = LexicalSegmentWriter(
             windex.open_dir(str(directory)), _lk=False, limitmb=128, **WRITER_OPTIONS
         )
         added = 0
@@ -285,7 +284,7 @@ class LexicalIndex:
 
     def writer(self) -> Any:
         """A Whoosh segment writer with vaultmem's codec (caller holds the vault lock)."""
-        return self._ix.writer(limitmb=256, **WRITER_OPTIONS)
+        return LexicalSegmentWriter(self._ix, limitmb=256, **WRITER_OPTIONS)
 
     def searcher(self) -> Any:
         """The BM25F searcher, opened once and kept: opening reads every segment's columns.

@@ -14,9 +14,10 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.index.analysis import analyse
+from vaultmem.index.analysis import term_counts
 from vaultmem.index.live_stats import field_length, length_field
 from vaultmem.index.manifest import memory_keys
+from vaultmem.index.segment_writer import LexicalFieldWriter, frequency
 from vaultmem.index.whoosh_light import light_imports
 from vaultmem.markdown import expand_tag
 
@@ -72,8 +73,9 @@ def weighted_terms(fields: Mapping[str, str]) -> dict[str, float]:
     weights: dict[str, float] = {}
     for name, text in fields.items():
         w = FIELD_WEIGHTS[name]
-        for term in analyse(text):
-            weights[term] = weights.get(term, 0.0) + w
+        # count × weight is the repeated sum exactly: the weights are multiples of 0.5.
+        for term, count in term_counts(text).items():
+            weights[term] = weights.get(term, 0.0) + w * count
     return weights
 
 
@@ -85,6 +87,10 @@ class LexicalCodec(W3Codec):
     """
 
     length_stats = False
+
+    def field_writer(self, storage: Any, segment: Any) -> LexicalFieldWriter:
+        """W3's field writer that takes a term's postings at once (same bytes)."""
+        return LexicalFieldWriter(self, storage, segment)
 
 
 # Segments as plain files, not one compound file: Whoosh copies every part of a compound
@@ -102,7 +108,7 @@ class WeightedText(TEXT):
         if isinstance(value, str):
             value = weighted_terms({"body": value})
         for term, weight in value.items():
-            freq = _frequency(weight)
+            freq = frequency(weight)
             yield term.encode("utf-8"), freq, float(weight), pack_uint(freq)
 
     @staticmethod
@@ -110,11 +116,7 @@ class WeightedText(TEXT):
         """The document's length of this field: the sum of the frequencies :meth:`index`
         gives its postings (what Whoosh sums into the segment's total), without encoding
         them."""
-        return sum(_frequency(w) for w in weights.values())
-
-
-def _frequency(weight: float) -> int:
-    return max(1, round(weight))
+        return sum(frequency(w) for w in weights.values())
 
 
 def build_schema() -> Schema:
