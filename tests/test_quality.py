@@ -89,7 +89,7 @@ def test_no_other_character_needs_the_case_insensitive_patterns() -> None:
     lowered_word = {i for i, low in enumerate(lowered) if re.fullmatch(r"\w", low)}
     odd = {i for i, low in enumerate(lowered) if len(low) != 1}
     odd |= word ^ lowered_word
-    literals = set(re.sub(r"\\b|[()|?]", "", ql._DECISION_WORDS + ql._CORRECTION_WORDS))
+    literals = set("".join(ql._DECISIONS + ql._CORRECTIONS))
     for a in literals:
         folded = {m.start() for m in re.finditer(re.escape(a), everything, re.IGNORECASE)}
         odd |= folded ^ {i for i, low in enumerate(lowered) if low == a}

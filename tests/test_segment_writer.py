@@ -17,7 +17,14 @@ import pytest
 
 from vaultmem.config import build
 from vaultmem.index.lexical import LexicalIndex
-from vaultmem.index.lexical_schema import build_schema, note_document
+from vaultmem.index.lexical_schema import (
+    FIELD_WEIGHTS,
+    LexicalCodec,
+    build_schema,
+    note_document,
+    opening,
+    weighted_terms,
+)
 from vaultmem.index.segment_writer import LexicalSegmentWriter, TermPool
 from vaultmem.index.whoosh_light import light_imports
 from vaultmem.indexer import index_vault
@@ -46,27 +53,25 @@ def _notes(vault: Path) -> list:
     ]
 
 
-def _write(directory: Path, notes: list, *, ours: bool, remove: list[str] = ()) -> None:
+def _write(
+    directory: Path, notes: list, *, ours: bool, remove: list[str] = (), compression: int = 0
+) -> None:
     """One commit of ``notes`` (replacing by path) with our writer or Whoosh's."""
     if not directory.exists():
         directory.mkdir(parents=True)
         windex.create_in(str(directory), build_schema())
     ix = windex.open_dir(str(directory))
     if ours:
-        writer = LexicalSegmentWriter(ix, limitmb=256, codec=_ours_codec(), compound=False)
+        codec: W3Codec = LexicalCodec(compression=compression)
+        writer = LexicalSegmentWriter(ix, limitmb=256, codec=codec, compound=False)
     else:
-        writer = SegmentWriter(ix, limitmb=256, codec=_StockCodec(), compound=False)
+        codec = _StockCodec(compression=compression)
+        writer = SegmentWriter(ix, limitmb=256, codec=codec, compound=False)
     for path in remove:
         writer.delete_by_term("path", path)
     for note in notes:
         writer.update_document(**note_document(note))
     writer.commit()
-
-
-def _ours_codec():
-    from vaultmem.index.lexical_schema import LexicalCodec
-
-    return LexicalCodec()
 
 
 def _segment_files(directory: Path) -> list[tuple[str, bytes]]:
@@ -81,11 +86,11 @@ def _segment_files(directory: Path) -> list[tuple[str, bytes]]:
     return out
 
 
-def _same_files(tmp_path: Path, batches: list[tuple[list, list[str]]]) -> int:
+def _same_files(tmp_path: Path, batches: list[tuple[list, list[str]]], compression: int = 0) -> int:
     for ours in (False, True):
         directory = tmp_path / ("ours" if ours else "stock")
         for notes, remove in batches:
-            _write(directory, notes, ours=ours, remove=remove)
+            _write(directory, notes, ours=ours, remove=remove, compression=compression)
     stock, ours = _segment_files(tmp_path / "stock"), _segment_files(tmp_path / "ours")
     assert [name for name, _ in ours] == [name for name, _ in stock]
     for (name, theirs), (_, mine) in zip(stock, ours, strict=True):
@@ -93,8 +98,9 @@ def _same_files(tmp_path: Path, batches: list[tuple[list, list[str]]]) -> int:
     return len(stock)
 
 
-def test_example_vault_segment_is_whooshs_byte_for_byte(tmp_path: Path) -> None:
-    files = _same_files(tmp_path, [(_notes(EXAMPLE), [])])
+@pytest.mark.parametrize("compression", [0, 3])  # ours, and Whoosh's default
+def test_example_vault_segment_is_whooshs_byte_for_byte(tmp_path: Path, compression: int) -> None:
+    files = _same_files(tmp_path, [(_notes(EXAMPLE), [])], compression)
     assert files >= 4  # terms, postings, stored fields, columns
 
 
@@ -112,11 +118,28 @@ def _generated(tmp_path: Path, count: int, seed: int) -> Path:
     return vault
 
 
-def test_generated_notes_with_long_postings_and_a_merge(tmp_path: Path) -> None:
+@pytest.mark.parametrize("compression", [0, 3])
+def test_generated_notes_with_long_postings_and_a_merge(tmp_path: Path, compression: int) -> None:
     notes = _notes(_generated(tmp_path, 420, seed=7))
     first, second = notes[:300], notes[250:]  # the overlap replaces (deletes) 50 notes
     gone = [n.path for n in first[:20]]
-    assert _same_files(tmp_path, [(first, []), (second, gone)]) >= 4
+    assert _same_files(tmp_path, [(first, []), (second, gone)], compression) >= 4
+
+
+def test_an_index_with_compressed_blocks_still_reads_and_merges(tmp_path: Path) -> None:
+    """Indexes written before blocks went uncompressed: updated by today's writer, they
+    answer as an index built from scratch today."""
+    notes = _notes(_generated(tmp_path, 200, seed=3))
+    _write(tmp_path / "old", notes[:150], ours=False, compression=3)
+    _write(tmp_path / "old", notes[100:], ours=True, remove=[n.path for n in notes[:10]])
+    _write(tmp_path / "new", notes[10:150], ours=True)
+    _write(tmp_path / "new", notes[100:], ours=True)
+    old, new = (LexicalIndex.open_dir(tmp_path / name) for name in ("old", "new"))
+    assert old.doc_count() == new.doc_count() == len(notes) - 10
+    for text in ("w1 w2", "w3", "title w150", "w399 w7 w0"):
+        assert [(h.path, h.score) for h in old.search(text, limit=20)] == [
+            (h.path, h.score) for h in new.search(text, limit=20)
+        ]
 
 
 def test_pool_hands_back_postings_in_whooshs_order() -> None:
@@ -148,3 +171,23 @@ def test_index_built_by_vaultmem_answers_as_before(tmp_path: Path) -> None:
     index_vault(config)
     index = LexicalIndex.open(config.cache_dir)
     assert index.search("pgbouncer", limit=1)[0].path == "decisions/pool.md"
+
+
+def test_note_documents_weigh_terms_as_analysing_each_field_does() -> None:
+    """note_document counts the title and body once and reuses the counts (the lead is
+    the title and the body's opening); the weights are those of analysing each field's
+    text on its own."""
+    for note in _notes(EXAMPLE):
+        doc = note_document(note)
+        names = [*note.aliases] + ([] if note.stem.lower() in note.title.lower() else [note.stem])
+        assert doc["text"] == weighted_terms(
+            {
+                "title": note.title,
+                "names": "\n".join(names),
+                "headings": "\n".join(h.text for h in note.headings),
+                "tags": " ".join(t.replace("/", " ") for t in note.tags),
+                "body": note.body,
+            }
+        )
+        assert doc["lead"] == weighted_terms({"body": f"{note.title}\n{opening(note.body)}"})
+    assert all((2 * w).is_integer() for w in FIELD_WEIGHTS.values())  # exact in float32

@@ -26,6 +26,7 @@ __all__ = [
     "query_terms",
     "stemmed",
     "term_counts",
+    "word_counts",
 ]
 
 WORD_RE = re.compile(r"\w+")
@@ -46,6 +47,12 @@ def analyse(text: str) -> list[str]:
     spends most of its time here.
     """
     return [term for term in map(stemmed, WORD_RE.findall(text.lower())) if term]
+
+
+def word_counts(text: str) -> Counter[str]:
+    """Lowercase ``\\w+`` words of ``text`` and how often each occurs, unstemmed (the
+    ``names`` field's analysis: Whoosh's regex tokenizer and lowercase filter)."""
+    return Counter(map(str.lower, WORD_RE.findall(text)))
 
 
 def term_counts(text: str) -> Counter[str]:

@@ -9,12 +9,13 @@ note is turned into the fields :class:`~vaultmem.index.lexical.LexicalIndex` wri
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from vaultmem.index.analysis import term_counts
+from vaultmem.index.analysis import term_counts, word_counts
 from vaultmem.index.live_stats import field_length, length_field
 from vaultmem.index.manifest import memory_keys
 from vaultmem.index.segment_writer import LexicalFieldWriter, frequency
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from vaultmem.note import Note
 
 __all__ = [
+    "CountedText",
     "FIELD_WEIGHTS",
     "LEAD_CHARS",
     "LEAD_FIELD",
@@ -70,11 +72,14 @@ LEAD_FIELD = "lead"
 
 def weighted_terms(fields: Mapping[str, str]) -> dict[str, float]:
     """BM25F term weights of a document: Σ over fields of weight × term frequency."""
+    return _weighted((term_counts(text), FIELD_WEIGHTS[name]) for name, text in fields.items())
+
+
+def _weighted(parts: Iterable[tuple[Mapping[str, int], float]]) -> dict[str, float]:
     weights: dict[str, float] = {}
-    for name, text in fields.items():
-        w = FIELD_WEIGHTS[name]
+    for counts, w in parts:
         # count × weight is the repeated sum exactly: the weights are multiples of 0.5.
-        for term, count in term_counts(text).items():
+        for term, count in counts.items():
             weights[term] = weights.get(term, 0.0) + w * count
     return weights
 
@@ -87,6 +92,12 @@ class LexicalCodec(W3Codec):
     """
 
     length_stats = False
+
+    def __init__(self, compression: int = 0) -> None:
+        # Blocks are written uncompressed: a posting block is a few dozen bytes, where
+        # zlib's per-call set-up cost a twelfth of a cold index for a fifth of the file.
+        # Blocks written compressed by earlier versions still read (a flag per block).
+        super().__init__(compression=compression)
 
     def field_writer(self, storage: Any, segment: Any) -> LexicalFieldWriter:
         """W3's field writer that takes a term's postings at once (same bytes)."""
@@ -119,12 +130,24 @@ class WeightedText(TEXT):
         return sum(frequency(w) for w in weights.values())
 
 
+class CountedText(WeightedText):
+    """A WeightedText whose text is analysed by its own analyzer, not vaultmem's: the
+    ``names`` field (lowercase words, no stemming). It takes ``{word: count}`` maps
+    (:func:`~vaultmem.index.analysis.word_counts`), which is what analysing gives."""
+
+    def index(self, value: Any, **kwargs: Any) -> Iterator[tuple[bytes, int, float, bytes]]:
+        """Postings of one document, from its text or its word counts."""
+        if isinstance(value, str):
+            value = {t: float(n) for t, n in Counter(t.text for t in self.analyzer(value)).items()}
+        return super().index(value)
+
+
 def build_schema() -> Schema:
     schema = Schema(
         path=ID(stored=True, unique=True),
         text=WeightedText(phrase=False),
         lead=WeightedText(phrase=False),
-        names=TEXT(analyzer=_names_analyzer(), phrase=False),
+        names=CountedText(analyzer=_names_analyzer(), phrase=False),
         title=STORED(),
         tagtree=KEYWORD(commas=True, lowercase=True),
         folders=KEYWORD(commas=True),
@@ -163,20 +186,24 @@ def note_document(note: Note) -> dict[str, Any]:
     if note.stem.lower() not in note.title.lower():
         names.append(note.stem)
     tagtree = sorted({t for tag in note.tags for t in expand_tag(tag)})
-    text = weighted_terms(
-        {
-            "title": note.title,
-            "names": "\n".join(names),
-            "headings": "\n".join(h.text for h in note.headings),
-            "tags": " ".join(t.replace("/", " ") for t in note.tags),
-            "body": note.body,
-        }
+    title, body = term_counts(note.title), term_counts(note.body)
+    text = _weighted(
+        [
+            (title, FIELD_WEIGHTS["title"]),
+            (term_counts("\n".join(names)), FIELD_WEIGHTS["names"]),
+            (term_counts("\n".join(h.text for h in note.headings)), FIELD_WEIGHTS["headings"]),
+            (term_counts(" ".join(t.replace("/", " ") for t in note.tags)), FIELD_WEIGHTS["tags"]),
+            (body, FIELD_WEIGHTS["body"]),
+        ]
     )
+    # The lead is the title and the body's opening (a short body is its own opening), each
+    # term counted once: what analysing "title\nopening" gives, as no word spans a line.
+    start = body if len(note.body) <= LEAD_CHARS else term_counts(opening(note.body))
     doc: dict[str, Any] = {
         "path": note.path,
         "text": text,
-        "lead": f"{note.title}\n{opening(note.body)}",
-        "names": "\n".join([note.title, *names]),
+        "lead": _weighted([(title, 1.0), (start, 1.0)]),
+        "names": word_counts("\n".join([note.title, *names])),
         "title": note.title,
         "tagtree": ",".join(tagtree),
         "folders": ",".join(folders),
