@@ -176,10 +176,11 @@ def test_vectors_of_the_two_models_are_stored_apart(vault: Path) -> None:
     from vaultmem.indexer import index_vault
     from vaultmem.inference.embedders import embedder_for
 
-    config = build(vault, {"embed": {"int8": True}})
+    config = build(vault, {})
     index_vault(config)
     shipped = embed_vault(config, LocalEmbedder(int8=False))
-    assert not LocalEmbedder().int8  # opt-in: the default runs the shipped graph
+    assert LocalEmbedder().int8  # the default: `[embed] int8 = false` runs the shipped graph
+    assert not embedder_for(build(vault, {"embed": {"int8": False}})).int8
     configured = embedder_for(config)
     assert isinstance(configured, LocalEmbedder) and configured.int8
     assert configured.cache_dir == config.cache_dir

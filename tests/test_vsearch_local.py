@@ -26,8 +26,10 @@ def vcli(embedded: Path, tmp_path: Path, vectors_on: None) -> Cli:
     return Cli(vault)
 
 
-# The memory prior breaks near-ties (e.g. cosine 0.286 vs 0.282 for "how do I deploy");
-# these tests check the vector retrieval itself, so they turn it off.
+# The memory prior breaks near-ties; these tests check the vector retrieval itself, so
+# they turn it off. "how do I deploy" is one: the release process and the CI pipeline
+# that deploys both answer it (cosine 0.279 and 0.297 with the int8 model, 0.286 and
+# 0.282 with the shipped graph).
 PLAIN = ("--no-prior", "--no-review")
 
 
@@ -39,7 +41,10 @@ def test_paraphrases_rank_their_partner_first(vcli: Cli) -> None:
         firsts += top == q["relevant"][0]
     assert firsts >= len(pairs) - 1  # measured: 10/10
     deploy = vcli.json_lines("vsearch", "how do I deploy", "-n", "3", *PLAIN)
-    assert deploy[0]["path"] == "projects/Release process.md"
+    assert {h["path"] for h in deploy[:2]} == {
+        "projects/Release process.md",
+        "decisions/GitHub Actions for CI.md",
+    }
 
 
 def test_vsearch_hit_shows_its_fragment_span(vcli: Cli) -> None:
@@ -57,8 +62,10 @@ def test_vsearch_filters_and_human_output(vcli: Cli) -> None:
     assert hits and all(h["path"].startswith("decisions/") for h in hits)
     typed = vcli.json_lines("vsearch", "caching", "--type", "antipattern", "-n", "5")
     assert typed and all(h["type"] == "antipattern" for h in typed)
-    out = vcli("vsearch", "how do I deploy", "-n", "2", *PLAIN).stdout
-    assert out.startswith(" 1. Release process  [projects/Release process.md]")
+    out = vcli("vsearch", "flaky tests", "-n", "2", *PLAIN).stdout
+    first = vcli.json_lines("vsearch", "flaky tests", "-n", "1", *PLAIN)[0]
+    assert out.startswith(f" 1. {first['title']}  [{first['path']}]  {first['score']:.2f}\n")
+    assert "\n 2. " in out
 
 
 def test_similar_leaves_the_note_out(vcli: Cli) -> None:
@@ -71,7 +78,7 @@ def test_similar_leaves_the_note_out(vcli: Cli) -> None:
 def test_status_reports_full_coverage(vcli: Cli) -> None:
     info = json.loads(vcli("status", "--json").stdout)
     ((model, cov),) = info["embeddings"].items()
-    assert model == LocalEmbedder().model_id  # the shipped graph's unless [embed] int8
+    assert model == LocalEmbedder().model_id  # the int8 model's unless [embed] int8 = false
     assert cov["embedded"] == cov["fragments"] > 53 and cov["unsplit_notes"] == 0
     assert "embeddings:" in vcli("status").stdout
 

@@ -50,8 +50,9 @@ class RoleConfig:
     dimensions: int | None = None
     input_type_style: str = "auto"  # the embed role's only (INPUT_TYPE_STYLES)
     # The embed role's only: the in-process model computes in int8 (2.05x the fragments
-    # per CPU-second, dev vsearch MRR@10 0.837 as the shipped graph's; needs onnx).
-    int8: bool = False
+    # per CPU-second, dev vsearch MRR@10 0.837 as the shipped graph's; needs onnx, a
+    # dependency). False runs the shipped graph as it is.
+    int8: bool = True
 
     def __repr__(self) -> str:
         # Keys must never reach logs or tracebacks, repr included.

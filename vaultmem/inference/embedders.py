@@ -26,5 +26,6 @@ def embedder_for(config: Config) -> Embedder | None:
         return OpenAIEmbedder(client_config(EndpointConfig, role))
     from vaultmem.inference.local import LocalEmbedder
 
-    # Opt-in: int8 compute is 2.2x faster but costs 0.008 MRR@10 (BENCHMARKS.md).
+    # int8 compute by default: 2.0x the fragments per CPU-second at the same dev MRR@10
+    # (BENCHMARKS.md); `[embed] int8 = false` keeps the shipped graph's vectors.
     return LocalEmbedder(cache_dir=config.cache_dir, int8=config.embed.int8)
