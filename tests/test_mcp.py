@@ -290,13 +290,13 @@ def test_streamable_http(http_server: str) -> None:
 
 def test_http_without_a_token_is_for_loopback_only(vault: Path) -> None:
     done = run_vaultmem(vault, "mcp", "--http", "--no-auth", "--host", "0.0.0.0")
-    assert done.returncode == 1 and done.stdout == ""
+    assert done.returncode == 2 and done.stdout == ""  # options that contradict: usage
     assert done.stderr == (
         "vaultmem: error: refusing to bind 0.0.0.0 without a token: "
         "--no-auth is for loopback only\n"
     )
     both = run_vaultmem(vault, "mcp", "--http", "--no-auth", "--token", "x")
-    assert both.returncode == 1 and "--no-auth contradicts --token" in both.stderr
+    assert both.returncode == 2 and "--no-auth contradicts --token" in both.stderr
 
 
 def test_arguments_are_checked_as_every_door_checks_them(indexed: Path) -> None:

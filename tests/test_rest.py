@@ -363,7 +363,7 @@ def test_serve_refuses_a_public_address_without_a_token(vault: Path) -> None:
 
     args = ("serve", "--no-auth", "--host", "0.0.0.0", "--port", str(_free_port()))
     refused = run_vaultmem(vault, *args)
-    assert refused.returncode == 1
+    assert refused.returncode == 2
     assert refused.stderr == (
         "vaultmem: error: refusing to bind 0.0.0.0 without a token:"
         " --no-auth is for loopback only\n"
@@ -371,12 +371,12 @@ def test_serve_refuses_a_public_address_without_a_token(vault: Path) -> None:
 
 
 def test_binding_beyond_loopback_needs_a_token() -> None:
-    from vaultmem.errors import ConfigError
+    from vaultmem.errors import RequestError
     from vaultmem.servers.rest import check_bind
 
-    with pytest.raises(ConfigError, match="refusing to bind 0.0.0.0 without a token"):
+    with pytest.raises(RequestError, match="refusing to bind 0.0.0.0 without a token"):
         check_bind("0.0.0.0", None)
-    with pytest.raises(ConfigError):
+    with pytest.raises(RequestError):
         check_bind("192.168.1.5", "")
     for host in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"):
         check_bind(host, None)

@@ -80,7 +80,7 @@ def test_one_server_per_vault(vault: Path, serve_at: Served) -> None:
 def test_refuses_a_public_address_without_a_token(vault: Path, background: bool) -> None:
     args = ["serve", "--no-auth", "--host", "0.0.0.0", "--port", "0"]
     refused = vm(vault, *args, *(["--background"] if background else []))
-    assert refused.returncode == 1
+    assert refused.returncode == 2  # a usage error
     assert refused.stderr.decode() == (
         "vaultmem: error: refusing to bind 0.0.0.0 without a token: "
         "--no-auth is for loopback only\n"

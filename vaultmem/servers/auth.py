@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from vaultmem.errors import ConfigError
+from vaultmem.errors import ConfigError, RequestError
 from vaultmem.vault import make_cache
 
 TOKEN_NAME = "server.token"
@@ -68,7 +68,7 @@ def server_auth(cache_dir: Path, *, given: str | None, no_auth: bool) -> ServerA
     """
     if no_auth:
         if given:
-            raise ConfigError(f"--no-auth contradicts --token (or {TOKEN_ENV}): choose one")
+            raise RequestError(f"--no-auth contradicts --token (or {TOKEN_ENV}): choose one")
         return ServerAuth(None, "none")
     if given:
         return ServerAuth(given, "given")

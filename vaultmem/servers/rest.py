@@ -108,16 +108,16 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, token: str | None) -> None:
-    """Refuse (ConfigError) to listen on a non-loopback ``host`` without a bearer token:
-    no token is what --no-auth asks for (:func:`vaultmem.servers.auth.server_auth`), and
-    that is for loopback only.
+    """Refuse (RequestError: a usage error, exit 2) to listen on a non-loopback ``host``
+    without a bearer token: no token is what --no-auth asks for
+    (:func:`vaultmem.servers.auth.server_auth`), and that is for loopback only.
 
     Example:
         >>> check_bind("127.0.0.1", None)
         >>> check_bind("0.0.0.0", "s3cret")
     """
     if not token and not is_loopback(host):
-        raise ConfigError(
+        raise RequestError(
             f"refusing to bind {host} without a token: --no-auth is for loopback only"
         )
 
