@@ -338,3 +338,33 @@ def test_mcp_search_takes_collections_and_a_window(vault: Path) -> None:
         assert bad.is_error and _text(bad).startswith("until: invalid date 'later'")
 
     _session(vault, body, VAULTMEM_NOW="2026-11-01T00:00:00Z")
+
+
+def test_mcp_similar_takes_collections_and_a_window(
+    embedded_example: Path, tmp_path: Path, vectors_on: None
+) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(embedded_example, vault)
+    (vault / ".vaultmem.toml").write_text(COLLECTIONS, encoding="utf-8")
+    note = "decisions/Redis for caching.md"
+
+    async def body(client: Client) -> None:
+        async def paths(**arguments: object) -> list[str]:
+            asked = {"note": note, "limit": 40, **arguments}
+            return [hit["path"] for hit in _data(await client.call_tool("similar", asked))["hits"]]
+
+        wide = await paths()
+        work = await paths(collection="work")
+        assert work and len(work) < len(wide)
+        assert all(p.startswith("projects/") for p in work)
+        both = await paths(collection=["work", "choices"])
+        assert {p.split("/")[0] for p in both} == {"projects", "decisions"}
+        window = await paths(since="12d", until="2026-10-31")
+        assert window and len(window) < len(wide)
+        for path in window:
+            created = _created(vault, path)
+            assert created is not None and IN_WINDOW[0] <= created < IN_WINDOW[1], path
+        bad = await client.call_tool("similar", {"note": note, "since": "soon"})
+        assert bad.is_error and _text(bad).startswith("since: invalid date 'soon'")
+
+    _session(vault, body, VAULTMEM_NOW="2026-11-01T00:00:00Z")

@@ -299,10 +299,21 @@ def _more_read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         tag: Text = None,
         type: Text = None,  # noqa: A002 - the filter's name everywhere else
         status: Text = None,
+        collection: Collections = None,
+        since: When = None,
+        until: When = None,
     ) -> CallToolResult:
         def work() -> object:
-            filters = Filters(folder=folder, tag=tag, type=type, status=status)
-            hits = api.similar(vault, note, limit=limit, filters=filters)
+            filters = Filters(
+                folder=folder,
+                tag=tag,
+                type=type,
+                status=status,
+                collections=split_names(collection, "collection"),
+                since=since,
+                until=until,
+            )
+            hits = api.similar(vault, note, limit=limit, filters=filters, now=clock())
             return {"hits": [_hit(h) for h in hits]}
 
         return _answer(work)
