@@ -175,6 +175,28 @@ def _answer(work: Callable[[], object]) -> CallToolResult:
     return _text(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
+def _filters(
+    folder: str | None,
+    tag: str | None,
+    type: str | None,  # noqa: A002 - the filter's name everywhere else
+    status: str | None,
+    collection: str | list[str] | None,
+    since: str | None,
+    until: str | None,
+) -> Filters:
+    """The search filters of a tool's arguments (``collection``: a name, ``a,b`` or a list)."""
+    names = split_names(collection, "collection")
+    return Filters(
+        folder=folder,
+        tag=tag,
+        type=type,
+        status=status,
+        collections=names,
+        since=since,
+        until=until,
+    )
+
+
 def _hit(hit: Hit) -> dict[str, object]:
     """A hit as an agent needs it: where, what, how good, and the matching line."""
     row: dict[str, object] = {
@@ -215,15 +237,7 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
     ) -> CallToolResult:
         def work() -> object:
             chosen = mode or ("hybrid" if vault.has_vectors() else "keyword")
-            filters = Filters(
-                folder=folder,
-                tag=tag,
-                type=type,
-                status=status,
-                collections=split_names(collection, "collection"),
-                since=since,
-                until=until,
-            )
+            filters = _filters(folder, tag, type, status, collection, since, until)
             request = SearchRequest(query, mode=chosen, limit=limit, filters=filters)
             result = api.search(vault, request, now=clock())
             answer: dict[str, object] = {"hits": [_hit(h) for h in result.hits]}
@@ -304,15 +318,7 @@ def _more_read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         until: When = None,
     ) -> CallToolResult:
         def work() -> object:
-            filters = Filters(
-                folder=folder,
-                tag=tag,
-                type=type,
-                status=status,
-                collections=split_names(collection, "collection"),
-                since=since,
-                until=until,
-            )
+            filters = _filters(folder, tag, type, status, collection, since, until)
             hits = api.similar(vault, note, limit=limit, filters=filters, now=clock())
             return {"hits": [_hit(h) for h in hits]}
 
