@@ -38,6 +38,14 @@ def _collected(vault: Path) -> Path:
     return vault
 
 
+def _embedded_collected(embedded: Path, tmp_path: Path) -> Path:
+    """A private copy of the embedded example vault, with the two collections."""
+    vault = tmp_path / "vault"
+    shutil.copytree(embedded, vault)
+    (vault / ".vaultmem.toml").write_text(COLLECTIONS, encoding="utf-8")
+    return vault
+
+
 @pytest.fixture
 def collected(vault: Path) -> Cli:
     """A CLI runner over an indexed temp copy of example-vault with two collections."""
@@ -184,9 +192,7 @@ def test_a_bad_date_is_one_line_and_a_usage_error(
 def test_vsearch_applies_collections_and_dates(
     embedded_example: Path, tmp_path: Path, vectors_on: None
 ) -> None:
-    vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
-    (vault / ".vaultmem.toml").write_text(COLLECTIONS, encoding="utf-8")
+    vault = _embedded_collected(embedded_example, tmp_path)
     cli = Cli(vault)
     wide = _paths(cli, "vsearch", "how we cache and deploy", "-n", "40")
     kept = _paths(
@@ -343,9 +349,7 @@ def test_mcp_search_takes_collections_and_a_window(vault: Path) -> None:
 def test_mcp_similar_takes_collections_and_a_window(
     embedded_example: Path, tmp_path: Path, vectors_on: None
 ) -> None:
-    vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
-    (vault / ".vaultmem.toml").write_text(COLLECTIONS, encoding="utf-8")
+    vault = _embedded_collected(embedded_example, tmp_path)
     note = "decisions/Redis for caching.md"
 
     async def body(client: Client) -> None:

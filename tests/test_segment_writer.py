@@ -191,3 +191,17 @@ def test_note_documents_weigh_terms_as_analysing_each_field_does() -> None:
         )
         assert doc["lead"] == weighted_terms({"body": f"{note.title}\n{opening(note.body)}"})
     assert all((2 * w).is_integer() for w in FIELD_WEIGHTS.values())  # exact in float32
+
+
+@pytest.mark.parametrize(
+    "text", ["Redis for Caching", "İstanbul ΣΟΦΙΑ straße", "a_b-c 42 x\nK\u212a", ""]
+)
+def test_names_are_counted_as_the_fields_analyzer_splits_them(text: str) -> None:
+    """The names field is indexed from word_counts and queried through its Whoosh
+    analyzer: the two must split and lowercase alike."""
+    from collections import Counter
+
+    from vaultmem.index.analysis import word_counts
+
+    analyzer = build_schema()["names"].analyzer
+    assert word_counts(text) == Counter(t.text for t in analyzer(text))

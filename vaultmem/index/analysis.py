@@ -46,7 +46,12 @@ def analyse(text: str) -> list[str]:
     One fused pass (regex + cached stems) instead of Whoosh's chained analyzer: indexing
     spends most of its time here.
     """
-    return [term for term in map(stemmed, WORD_RE.findall(text.lower())) if term]
+    return [term for term in _stems(text) if term]
+
+
+def _stems(text: str) -> map[str]:
+    """Each word's stem in order, "" for a stop word (what analyse and term_counts read)."""
+    return map(stemmed, WORD_RE.findall(text.lower()))
 
 
 def word_counts(text: str) -> Counter[str]:
@@ -57,7 +62,7 @@ def word_counts(text: str) -> Counter[str]:
 
 def term_counts(text: str) -> Counter[str]:
     """How often each of :func:`analyse`'s terms occurs in ``text`` (counted in C)."""
-    counts = Counter(map(stemmed, WORD_RE.findall(text.lower())))
+    counts = Counter(_stems(text))
     counts.pop("", None)  # the stop words
     return counts
 

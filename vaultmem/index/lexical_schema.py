@@ -9,7 +9,6 @@ note is turned into the fields :class:`~vaultmem.index.lexical.LexicalIndex` wri
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -131,15 +130,13 @@ class WeightedText(TEXT):
 
 
 class CountedText(WeightedText):
-    """A WeightedText whose text is analysed by its own analyzer, not vaultmem's: the
-    ``names`` field (lowercase words, no stemming). It takes ``{word: count}`` maps
-    (:func:`~vaultmem.index.analysis.word_counts`), which is what analysing gives."""
+    """A WeightedText of lowercase, unstemmed words: the ``names`` field. Its text is
+    counted by :func:`~vaultmem.index.analysis.word_counts`, what its Whoosh analyzer
+    (used for queries) gives; it also takes those counts already made."""
 
     def index(self, value: Any, **kwargs: Any) -> Iterator[tuple[bytes, int, float, bytes]]:
         """Postings of one document, from its text or its word counts."""
-        if isinstance(value, str):
-            value = {t: float(n) for t, n in Counter(t.text for t in self.analyzer(value)).items()}
-        return super().index(value)
+        return super().index(word_counts(value) if isinstance(value, str) else value)
 
 
 def build_schema() -> Schema:
