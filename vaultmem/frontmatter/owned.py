@@ -17,9 +17,17 @@ from typing import Any
 
 from vaultmem.frontmatter.layout import KEEP_HEADER_RE, frontmatter_lines
 from vaultmem.frontmatter.scan import Parts, construct, loaders
-from vaultmem.properties import BARE, OWNED_KEYS, UNDO_KEYS, KeyScheme
+from vaultmem.properties import (
+    BARE,
+    OWNED_KEYS,
+    PROPERTY_TYPES,
+    UNDO_KEYS,
+    KeyScheme,
+    PropType,
+    user_value,
+)
 
-__all__ = ["iso_time", "owned_problem", "owned_warnings", "saved_lines_problem"]
+__all__ = ["iso_time", "owned_problem", "owned_warnings", "saved_lines_problem", "users_value"]
 
 
 def iso_time(text: str) -> datetime | date | None:
@@ -139,6 +147,31 @@ def owned_problem(key: str, value: object) -> str | None:
         return None
     valid, problem = _VALID[key]
     return None if valid(value) else problem
+
+
+# A link as vaultmem writes it: one [[wikilink]], quoted or not.
+_WIKILINK_RE = re.compile(r"[ \t]*\[\[[^\[\]\n]+\]\][ \t]*\Z")
+
+
+def users_value(key: str, value: object) -> bool:
+    """Whether a value under the bare name of owned key ``key`` is the user's: text outside
+    vaultmem's vocabulary (``status: reading``), or a value of a shape vaultmem never
+    writes there (``created: 2019``, ``related: ["a chapter"]``: not a date, not a list of
+    ``[[links]]``). Blank or absent is nobody's. What `keys migrate` leaves in place and
+    the merge driver leaves to git.
+
+    Example:
+        >>> users_value("related", ["a chapter"]), users_value("related", ["[[A]]"])
+        (True, False)
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return False
+    if user_value(key, value) or owned_problem(key, value) is not None:
+        return True
+    if PROPERTY_TYPES.get(key) is PropType.MULTITEXT:
+        items = value if isinstance(value, list) else [value]
+        return not all(isinstance(item, str) and _WIKILINK_RE.match(item) for item in items)
+    return False
 
 
 def shown_value(value: object) -> str:
