@@ -9,6 +9,7 @@ absent), :func:`owned_warnings` lists a note's invalid owned values with their l
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
@@ -108,6 +109,18 @@ def _is_saved(key: str) -> Callable[[object], bool]:
     return valid
 
 
+def _is_vault_path(value: object) -> bool:
+    """A vault-relative POSIX path, as written: no leading ``/``, no ``..``, no ``.``."""
+    return (
+        isinstance(value, str)
+        and value.strip() == value
+        and not value.startswith("/")
+        and "\\" not in value
+        and posixpath.normpath(value) == value
+        and not value.startswith("..")
+    )
+
+
 _TIME = (_is_time, "is not a date")
 _COUNT = (_is_count, "is not a whole number of 0 or more")
 _LINKS = (_is_links, "is not a link or a list of links")
@@ -120,6 +133,7 @@ _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "pinned": (lambda v: isinstance(v, bool), "is not true or false"),
     "snoozed_until": _TIME,
     "status": _TEXT,
+    "archived_from": (_is_vault_path, "is not a path in the vault (folder/note.md)"),
     "strength": (_is_number, "is not a number"),
     "use_count": _COUNT,
     "last_used": _TIME,
