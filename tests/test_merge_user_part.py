@@ -132,7 +132,7 @@ def test_a_frontmatter_over_the_cap_merges_as_git_merges_text(tmp_path: Path) ->
     text merge decides, and the driver says so in one line."""
     base, ours, theirs = _big(1), _big(2), _big(3)
     result = merge_note(base, ours, theirs, "big.md")
-    assert "over the 8 KiB the driver parses" in result.fallback
+    assert "over the 4 KiB the driver parses" in result.fallback
     assert (result.text, len(result.conflicts)) == (text_merge(ours, base, theirs)[0], 1)
     files = []
     for name, data in (("base", base), ("ours", ours), ("theirs", theirs)):

@@ -38,7 +38,7 @@ from vaultmem.errors import NoteError, VaultmemError
 from vaultmem.frontmatter.edit import apply
 from vaultmem.frontmatter.owned import users_value
 from vaultmem.frontmatter.render import same_value
-from vaultmem.frontmatter.scan import split
+from vaultmem.frontmatter.scan import Parts, frontmatter_size, split
 from vaultmem.gitmerge.rules import MISSING, KeyConflict, OwnedMerge, merge_owned
 from vaultmem.gitmerge.userpart import (
     Block,
@@ -64,10 +64,11 @@ __all__ = [
 CONFLICT_STYLES = ("merge", "diff3", "zdiff3")
 
 # The most frontmatter (bytes, in any one version) the driver parses. Above it the note
-# merges as git merges text: scanning YAML costs far more per byte than git's merge (a
-# 10 MB frontmatter took 166 s and 1.16 GB), and at this size the driver still takes at
-# most about twice git's time (BENCHMARKS.md); a typical note's frontmatter is under 1 KiB.
-MAX_PARSED = 8 * 1024
+# merges as git merges text: reading YAML costs far more per byte than git's merge (a
+# 10 MB frontmatter took 166 s and 1.16 GB), and up to this size the driver takes at most
+# about twice git's time (BENCHMARKS.md). A typical note's frontmatter is a few hundred
+# bytes (example-vault's largest: 325).
+MAX_PARSED = 4 * 1024
 
 
 class TextMergeError(VaultmemError):
@@ -123,10 +124,16 @@ def merge_note(
         ...            b"---\\nuse_count: 2\\n---\\n", "a.md").text
         b'---\\nuse_count: 4\\n---\\n'
     """
-    why = _too_big(base, ours, theirs)
+    why = _too_big((base, ours, theirs))
+    parts: list[Parts] = []
     if not why:
         try:
-            return _by_meaning(base, ours, theirs, path, style, labels, keys)
+            parts = [split(text, path) for text in (base, ours, theirs)]
+        except NoteError as exc:
+            why = str(exc)
+    if not why:
+        try:
+            return _by_meaning((base, ours, theirs), parts, path, style, labels, keys)
         except TextMergeError:
             raise
         except Exception as exc:  # noqa: BLE001 - whatever fails, git's text merge still runs
@@ -137,15 +144,11 @@ def merge_note(
     return MergeResult(text, conflicts if regions else (), fallback=why)
 
 
-def _too_big(*texts: bytes) -> str:
+def _too_big(texts: Sequence[bytes]) -> str:
     """Why the note is not parsed: a frontmatter over :data:`MAX_PARSED` ("" when none
-    is, or when a version is no text: the merge by meaning says so)."""
+    is)."""
     for text in texts:
-        try:
-            frontmatter = split(text).frontmatter or ""
-        except NoteError:
-            return ""
-        size = len(frontmatter.encode("utf-8"))
+        size = frontmatter_size(text)
         if size > MAX_PARSED:
             return (
                 f"its frontmatter is {size / 1024:.0f} KiB, over the {MAX_PARSED // 1024} KiB "
@@ -206,17 +209,17 @@ def _owned(meta: Mapping[Any, Any], keys: KeyScheme, held: frozenset[str]) -> di
 
 
 def _by_meaning(
-    base_raw: bytes,
-    ours_raw: bytes,
-    theirs_raw: bytes,
+    raws: tuple[bytes, bytes, bytes],
+    parts: Sequence[Parts],
     path: str,
     style: str,
     labels: Labels,
     keys: KeyScheme,
 ) -> MergeResult:
+    sides = ("base", "ours", "theirs")
     read = [
-        Version.read(raw, f"{path} ({side})", keys)
-        for raw, side in ((base_raw, "base"), (ours_raw, "ours"), (theirs_raw, "theirs"))
+        Version.read(raw, f"{path} ({side})", keys, part)
+        for raw, part, side in zip(raws, parts, sides, strict=True)
     ]
     held = _held(read, keys)
     base, ours, theirs = (v.without(held) for v in read)
@@ -234,7 +237,7 @@ def _by_meaning(
     anchors = {block.key: block.anchor for block in ours.blocks()}
     end = len(ours.kept)
     blocks = [Block(anchors.get(b.key, end), b.key, b.text) for b in written.blocks()]
-    token = placeholder((base_raw, ours_raw, theirs_raw))
+    token = placeholder(raws)
     sent = [sent_lines(base, v, token) for v in (base, ours, theirs)]
     merged, regions = text_merge(
         user_part(ours, sent[1], base),
@@ -317,7 +320,7 @@ def _reads_back(result: bytes, owned: OwnedMerge, keys: KeyScheme, held: frozens
     if parts.frontmatter is None or conflict_regions(parts.frontmatter):
         return True
     try:
-        version = Version.read(result, "merged", keys)
+        version = Version.read(result, "merged", keys, parts)
     except NoteError:
         return False
     meta = _owned(version.meta, keys, held)

@@ -81,10 +81,11 @@ class Version:
     owned: OwnedLines
 
     @classmethod
-    def read(cls, raw: bytes, source: str, keys: KeyScheme) -> Version:
-        """Split ``raw``, find its owned keys' lines and load their values.
-        ``NoteError`` when the frontmatter does not parse, or has a key twice."""
-        parts = split(raw, source)
+    def read(cls, raw: bytes, source: str, keys: KeyScheme, parts: Parts | None = None) -> Version:
+        """Split ``raw`` (unless ``parts`` are its parts already), find its owned keys'
+        lines and load their values. ``NoteError`` when the frontmatter does not parse,
+        or has a key twice."""
+        parts = split(raw, source) if parts is None else parts
         found = owned_lines(parts, source, keys.keys_of)
         spans = tuple((keys.keys_of[name], first, last) for name, first, last in found.spans)
         lines = found.lines
