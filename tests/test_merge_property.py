@@ -49,7 +49,7 @@ def check(t: Triple, style: str = "merge") -> None:
     assert _order(result.text, t.owned_names)[: len(kept)] == kept  # ours' order
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rng=st.randoms(use_true_random=False), style=st.sampled_from(["merge", "diff3"]))
 def test_the_driver_merges_the_users_part_as_git_and_owned_keys_by_the_rules(rng, style) -> None:
     check(triple(rng), style)
