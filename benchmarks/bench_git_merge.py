@@ -1,7 +1,8 @@
 """Two machines, one vault, N days of agent use: how often does `git pull` stop, and are the
-merged counters right?
+merged counters right? And is the merge driver git's merge on the user's part, at what cost?
 
     python benchmarks/bench_git_merge.py [--days 20] [--events 8] [--seed 19] [--notes 10]
+        [--triples 500] [--repeat 7] [--arms driver text property sizes]
 
 Both arms replay the same seeded run on two clones of example-vault/ that push to one
 bare repository: each day brings ``--events`` uses on a random machine, each one of
@@ -20,6 +21,17 @@ Reported per arm: pulls, pulls that stopped with a conflict, conflict regions on
 keys and elsewhere (per 100 pulls), and, after both machines converge, the share of
 (note, counter) pairs (use_count, review_count, cross_domain_count) and of last_used
 values that equal what the log of every use says they must be.
+
+- ``property``: ``--triples`` generated triples of a note (tests/merge_triples.py, the
+  generator of the property test: random edits to the user's keys, vaultmem's keys and
+  the body, BOM, CRLF, anchors, comments, key order). For each, the driver's result
+  against ``git merge-file`` of the user's edits alone: how often the user's part differs,
+  the clean/conflicted verdict differs, or vaultmem's keys are not what its rules say
+  (target 0 for each); and the driver's time against git's own merge of the three notes
+  (medians).
+- ``sizes``: the driver's time against git's (``git merge-file`` of the same three notes,
+  interleaved, median of ``--repeat``) on notes from 1 KB to 1 MB, with a typical
+  frontmatter and with frontmatters up to the driver's cap and past it (merged as text).
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +52,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from common import REPO
+
+sys.path.insert(0, str(REPO / "tests"))  # the property test's generator (merge_triples)
 
 from vaultmem.config import Config, build
 from vaultmem.conflict_markers import conflict_regions
@@ -317,16 +332,153 @@ def run_arm(with_driver: bool, args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+# --------------------------------------------------------------------------- the user's part
+
+
+def run_property(args: argparse.Namespace) -> dict[str, object]:
+    """The driver against git on ``--triples`` generated triples (see the docstring)."""
+    from merge_triples import git_merge, triple, user_lines
+
+    from vaultmem.gitmerge.driver import merge_note, text_merge
+    from vaultmem.gitmerge.rules import merge_owned
+
+    wrong = {"user_part": 0, "verdict": 0, "owned_keys": 0, "fallback": 0}
+    conflicted = 0
+    driver_s: list[float] = []
+    git_s: list[float] = []
+    for i in range(args.triples):
+        t = triple(random.Random(args.seed * 100_003 + i))
+        started = time.perf_counter()
+        result = merge_note(t.base, t.ours, t.theirs, "x.md")
+        driver_s.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        text_merge(t.ours, t.base, t.theirs)
+        git_s.append(time.perf_counter() - started)
+        expected, regions = git_merge(t.ours_user, t.base, t.theirs_user)
+        conflicted += regions > 0
+        wrong["fallback"] += bool(result.fallback)
+        names = t.owned_names
+        wrong["user_part"] += user_lines(result.text, names) != user_lines(expected, names)
+        wrong["verdict"] += result.clean != (regions == 0)
+        if result.clean and regions == 0:
+            sides = [_owned_of(x, names) for x in (t.base, t.ours, t.theirs)]
+            wrong["owned_keys"] += _owned_of(result.text, names) != merge_owned(*sides).values
+    return {
+        "arm": "property",
+        "triples": args.triples,
+        "git_conflicted": conflicted,
+        "disagreements": wrong,
+        "driver_ms_median": round(1000 * statistics.median(driver_s), 2),
+        "git_ms_median": round(1000 * statistics.median(git_s), 2),
+        "ratio_of_medians": round(statistics.median(driver_s) / statistics.median(git_s), 2),
+    }
+
+
+def _owned_of(text: bytes, names: frozenset[str]) -> dict[str, object]:
+    meta, _ = parse_meta(text, "x.md")
+    return {k: v for k, v in meta.items() if k in names}
+
+
+def _sized(frontmatter: int, body: int, side: str) -> bytes:
+    """A note of about ``frontmatter`` + ``body`` bytes; each side touched it (use_count,
+    last_used) and edited one of the user's keys and the body."""
+    count = {"base": 1, "ours": 2, "theirs": 3}[side]
+    tags = "".join(f"  - tag-{i:05d}\n" for i in range(max(frontmatter - 200, 0) // 14))
+    lines = [f"Line {i:06d} of the body, as a long note has them.\n" for i in range(body // 48)]
+    if side == "ours" and lines:
+        lines[0] = "The first line, edited on this machine.\n"
+    if side == "theirs" and lines:
+        lines[-1] = "The last line, edited on the other machine.\n"
+    project = "harbor-core" if side == "theirs" else "harbor"
+    head = (
+        f"---\ntitle: Redis for caching\ntags:\n{tags}type: decision\nconfidence: 0.85\n"
+        f"project: {project}\nuse_count: {count}\nlast_used: 2026-11-1{count}T09:00:00Z\n---\n"
+    )
+    return (head + "".join(lines)).encode()
+
+
+SIZES = (  # (frontmatter bytes, body bytes)
+    (400, 1_000),
+    (400, 10_000),
+    (400, 100_000),
+    (400, 1_000_000),
+    (1_000, 0),
+    (2_000, 0),
+    (4_000, 0),
+    (8_000, 0),
+    (1_000_000, 0),
+)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (git): steadier than the
+    wall clock on a loaded machine."""
+    import resource
+
+    me, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run_sizes(args: argparse.Namespace) -> list[dict[str, object]]:
+    """The driver's time against git's on notes of :data:`SIZES`, interleaved."""
+    from vaultmem.gitmerge.driver import MAX_PARSED, merge_note, text_merge
+
+    out = []
+    for frontmatter, body in SIZES:
+        base, ours, theirs = (_sized(frontmatter, body, s) for s in ("base", "ours", "theirs"))
+        driver_s, git_s, driver_cpu, git_cpu = [], [], [], []
+        fallback = ""
+        for _ in range(args.repeat):
+            started, cpu = time.perf_counter(), _cpu()
+            result = merge_note(base, ours, theirs, "x.md")
+            driver_s.append(time.perf_counter() - started)
+            driver_cpu.append(_cpu() - cpu)
+            started, cpu = time.perf_counter(), _cpu()
+            text_merge(ours, base, theirs)
+            git_s.append(time.perf_counter() - started)
+            git_cpu.append(_cpu() - cpu)
+            fallback = result.fallback
+        driver, git_ = statistics.median(driver_s), statistics.median(git_s)
+        cpu_ratio = statistics.median(driver_cpu) / statistics.median(git_cpu)
+        out.append(
+            {
+                "arm": "sizes",
+                "note_kb": round(len(ours) / 1024, 1),
+                "frontmatter_kb": round(frontmatter / 1024, 1),
+                "over_cap": frontmatter > MAX_PARSED,
+                "merged_as_text": bool(fallback),
+                "clean": result.clean,
+                "driver_ms": round(1000 * driver, 1),
+                "git_ms": round(1000 * git_, 1),
+                "ratio": round(driver / git_, 2),
+                "cpu_ratio": round(cpu_ratio, 2),
+            }
+        )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--days", type=int, default=20)
     parser.add_argument("--events", type=int, default=8, help="uses per day, both machines")
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--notes", type=int, default=10, help="notes in the working set")
-    parser.add_argument("--arms", nargs="+", default=["driver", "text"], choices=["driver", "text"])
+    parser.add_argument("--triples", type=int, default=500, help="triples for the property arm")
+    parser.add_argument("--repeat", type=int, default=7, help="runs per size (medians)")
+    arms = ["driver", "text", "property", "sizes"]
+    parser.add_argument("--arms", nargs="+", default=arms, choices=arms)
     args = parser.parse_args()
     for arm in args.arms:
-        print(json.dumps(run_arm(arm == "driver", args)), flush=True)
+        if arm == "property":
+            print(json.dumps(run_property(args)), flush=True)
+        elif arm == "sizes":
+            for line in run_sizes(args):
+                print(json.dumps(line), flush=True)
+        else:
+            print(json.dumps(run_arm(arm == "driver", args)), flush=True)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,11 @@ class Machine:
 
 @pytest.fixture
 def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Machine, Machine]:
+    """example-vault/ committed with the driver set up, cloned twice."""
+    return two_clones(tmp_path, monkeypatch)
+
+
+def two_clones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Machine, Machine]:
     """example-vault/ committed with the driver set up, cloned twice (each clone runs
     `git setup` once: the config does not travel, the attributes do)."""
     if shutil.which("git") is None:

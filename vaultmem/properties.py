@@ -74,6 +74,8 @@ PROPERTY_TYPES: dict[str, PropType] = {
     UNDO_KEYS["snoozed_until"]: PropType.TEXT,
     "status": PropType.TEXT,
     UNDO_KEYS["status"]: PropType.TEXT,
+    # Where `gc` took the note from (its vault path), for `restore` to move it back.
+    "archived_from": PropType.TEXT,
     "strength": PropType.NUMBER,
     "use_count": PropType.NUMBER,
     "last_used": PropType.DATETIME,

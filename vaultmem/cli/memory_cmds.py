@@ -220,7 +220,8 @@ def _print_changes(done: list[Change], json_out: bool, did: str, already: str) -
         if json_out:
             typer.echo(json.dumps(change.as_json(), ensure_ascii=False))
         elif change.changed:
-            typer.echo(f"{did} {change.path}{_values(change)}")
+            moved = f" to {change.moved_to}" if change.moved_to else ""
+            typer.echo(f"{did} {change.path}{moved}{_values(change)}")
         else:
             typer.echo(f"{change.path}: {already}, unchanged")
 
@@ -333,7 +334,9 @@ def forget(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) 
 
 @app.command()
 def restore(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
-    """Make notes active again: the status key (forgotten, superseded, …) is removed.
+    """Make notes active again: the status line forget or gc replaced comes back (else
+    the status key is removed), and a note gc archived moves back to the folder it came
+    from (recorded in the note as archived_from).
 
     Example:
         vaultmem restore "Memcached for session cache"

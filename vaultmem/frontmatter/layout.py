@@ -166,10 +166,15 @@ def _key_identity(event: Any, resolver: Any) -> tuple[str, str] | None:
 
 
 def key_layout(
-    text: str, parts: Parts, source: str, names: Mapping[str, str] | None = None
+    text: str,
+    parts: Parts,
+    source: str,
+    names: Mapping[str, str] | None = None,
+    *,
+    comments: bool = True,
 ) -> Layout:
     """Find where each top-level owned key (a name of ``names``: the bare ones by default)
-    lives in the frontmatter text.
+    lives in the frontmatter text, and (``comments``) where its comments are.
 
     Raises ``NoteError`` for a top-level key written twice (YAML silently keeps the last
     one; which one the user meant is not vaultmem's to guess).
@@ -194,7 +199,8 @@ def key_layout(
         # parse_meta accepted this text, so this is not expected; refuse to edit.
         lineno = file_line(text, parts.yaml_line, yaml_error_index(err) or 0)
         raise NoteError(f"{source}:{lineno}: {yaml_problem(err, text, parts.yaml_line)}") from None
-    layout.comments = line_comments(text, lines, events)
+    if comments:
+        layout.comments = line_comments(text, lines, events)
 
     i = 0
     while i < len(events) and not isinstance(
@@ -266,7 +272,7 @@ def owned_lines(parts: Parts, source: str, names: Mapping[str, str] | None = Non
     """
     if parts.frontmatter is None:
         return OwnedLines((), ())
-    layout = key_layout(parts.frontmatter, parts, source, names)
+    layout = key_layout(parts.frontmatter, parts, source, names, comments=False)
     spans = tuple((e.key, e.first, e.last) for e in sorted(layout.extents, key=lambda e: e.first))
     return OwnedLines(tuple(layout.lines), spans)
 

@@ -9,6 +9,7 @@ absent), :func:`owned_warnings` lists a note's invalid owned values with their l
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
@@ -17,9 +18,17 @@ from typing import Any
 
 from vaultmem.frontmatter.layout import KEEP_HEADER_RE, frontmatter_lines
 from vaultmem.frontmatter.scan import Parts, construct, loaders
-from vaultmem.properties import BARE, OWNED_KEYS, UNDO_KEYS, KeyScheme
+from vaultmem.properties import (
+    BARE,
+    OWNED_KEYS,
+    PROPERTY_TYPES,
+    UNDO_KEYS,
+    KeyScheme,
+    PropType,
+    user_value,
+)
 
-__all__ = ["iso_time", "owned_problem", "owned_warnings", "saved_lines_problem"]
+__all__ = ["iso_time", "owned_problem", "owned_warnings", "saved_lines_problem", "users_value"]
 
 
 def iso_time(text: str) -> datetime | date | None:
@@ -100,6 +109,18 @@ def _is_saved(key: str) -> Callable[[object], bool]:
     return valid
 
 
+def _is_vault_path(value: object) -> bool:
+    """A vault-relative POSIX path, as written: no leading ``/``, no ``..``, no ``.``."""
+    return (
+        isinstance(value, str)
+        and value.strip() == value
+        and not value.startswith("/")
+        and "\\" not in value
+        and posixpath.normpath(value) == value
+        and not value.startswith("..")
+    )
+
+
 _TIME = (_is_time, "is not a date")
 _COUNT = (_is_count, "is not a whole number of 0 or more")
 _LINKS = (_is_links, "is not a link or a list of links")
@@ -112,6 +133,7 @@ _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "pinned": (lambda v: isinstance(v, bool), "is not true or false"),
     "snoozed_until": _TIME,
     "status": _TEXT,
+    "archived_from": (_is_vault_path, "is not a path in the vault (folder/note.md)"),
     "strength": (_is_number, "is not a number"),
     "use_count": _COUNT,
     "last_used": _TIME,
@@ -139,6 +161,31 @@ def owned_problem(key: str, value: object) -> str | None:
         return None
     valid, problem = _VALID[key]
     return None if valid(value) else problem
+
+
+# A link as vaultmem writes it: one [[wikilink]], quoted or not.
+_WIKILINK_RE = re.compile(r"[ \t]*\[\[[^\[\]\n]+\]\][ \t]*\Z")
+
+
+def users_value(key: str, value: object) -> bool:
+    """Whether a value under the bare name of owned key ``key`` is the user's: text outside
+    vaultmem's vocabulary (``status: reading``), or a value of a shape vaultmem never
+    writes there (``created: 2019``, ``related: ["a chapter"]``: not a date, not a list of
+    ``[[links]]``). Blank or absent is nobody's. What `keys migrate` leaves in place and
+    the merge driver leaves to git.
+
+    Example:
+        >>> users_value("related", ["a chapter"]), users_value("related", ["[[A]]"])
+        (True, False)
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return False
+    if user_value(key, value) or owned_problem(key, value) is not None:
+        return True
+    if PROPERTY_TYPES.get(key) is PropType.MULTITEXT:
+        items = value if isinstance(value, list) else [value]
+        return not all(isinstance(item, str) and _WIKILINK_RE.match(item) for item in items)
+    return False
 
 
 def shown_value(value: object) -> str:

@@ -1,28 +1,31 @@
-"""Merge one note three ways: vaultmem's keys by meaning, everything else as git would.
+"""Merge one note three ways: git's merge of the user's part, vaultmem's rules for its keys.
 
-:func:`merge_note` is what `vaultmem merge-driver` runs for git. The owned keys are
-merged by :func:`vaultmem.gitmerge.rules.merge_owned` and written into ours with the
-frontmatter editor (:func:`vaultmem.frontmatter.edit.apply`), so they keep ours' place, order,
-comments and vaultmem's own style, and a later vaultmem write round-trips. Everything
-else (the user's own keys, their comments, the body) goes through ``git merge-file`` with
-the owned keys' lines taken out of all three versions, so a counter that both machines
-bumped is never a conflict, and a real conflict in the text is left with git's markers.
-The owned lines are then put back where ours had them: after the line that preceded them
-in ours, found in the merged text by a line diff (past the lines that continue that key,
-and before a conflict region rather than inside it).
+:func:`merge_note` is what `vaultmem merge-driver` runs for git. The note's user part
+(every key that is not vaultmem's, every comment, the body; :mod:`.userpart`) is merged
+by ``git merge-file`` itself, with vaultmem's lines held still as placeholders: where
+git merges it cleanly the driver does too, with the same bytes, and where git leaves
+conflict regions the driver leaves the same ones, with git's markers, and exits
+non-zero. vaultmem's own keys are merged by :func:`vaultmem.gitmerge.rules.merge_owned`,
+written into ours with the frontmatter editor (:func:`vaultmem.frontmatter.edit.apply`,
+so they keep ours' order, comments and style, and a later vaultmem write round-trips),
+and put back where git's merge kept their placeholders.
+
+A bare owned name that holds the user's value in any of the three versions (``status:
+reading``, ``created: 2019``: :func:`vaultmem.frontmatter.owned.users_value`) is the
+user's key in all three: git merges it, and two different edits of it are a conflict,
+as they are in git.
 
 Under a key prefix (``[keys] prefix`` of the vault's ``.vaultmem.toml``) the owned keys
 are found by their names in the notes (``vm_use_count``) and merged by the same rules:
 ``keys`` (a :class:`vaultmem.properties.KeyScheme`) maps the names both ways.
 
-A note that cannot be merged by meaning (a side that does not parse: a conflict left in
-the base of a criss-cross merge, hostile YAML, a key written twice) is merged as plain
-text, whole, and the result says why.
+A note whose frontmatter is larger than :data:`MAX_PARSED` bytes in any version, or that
+cannot be merged by meaning (a frontmatter that does not parse, hostile YAML, a key
+written twice), is merged as git merges text, whole, and the result says why.
 """
 
 from __future__ import annotations
 
-import difflib
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -33,16 +36,39 @@ from typing import Any
 from vaultmem.conflict_markers import conflict_regions
 from vaultmem.errors import NoteError, VaultmemError
 from vaultmem.frontmatter.edit import apply
-from vaultmem.frontmatter.layout import OwnedLines, frontmatter_lines, owned_lines
+from vaultmem.frontmatter.owned import users_value
 from vaultmem.frontmatter.render import same_value
-from vaultmem.frontmatter.scan import Parts, parse_meta, split
+from vaultmem.frontmatter.scan import Parts, frontmatter_size, split
 from vaultmem.gitmerge.rules import MISSING, KeyConflict, OwnedMerge, merge_owned
+from vaultmem.gitmerge.userpart import (
+    Block,
+    Version,
+    placeholder,
+    put_back,
+    sent_lines,
+    user_part,
+)
 from vaultmem.properties import BARE, OWNED_KEYS, KeyScheme
 
-__all__ = ["CONFLICT_STYLES", "Labels", "MergeResult", "TextMergeError", "merge_note", "text_merge"]
+__all__ = [
+    "CONFLICT_STYLES",
+    "MAX_PARSED",
+    "Labels",
+    "MergeResult",
+    "TextMergeError",
+    "merge_note",
+    "text_merge",
+]
 
 # git's merge.conflictStyle values; diff3 and zdiff3 also show the base's lines.
 CONFLICT_STYLES = ("merge", "diff3", "zdiff3")
+
+# The most frontmatter (bytes, in any one version) the driver parses. Above it the note
+# merges as git merges text: reading YAML costs far more per byte than git's merge (a
+# 10 MB frontmatter took 166 s and 1.16 GB), and up to this size the driver takes at most
+# about twice git's time (BENCHMARKS.md). A typical note's frontmatter is a few hundred
+# bytes (example-vault's largest: 325).
+MAX_PARSED = 4 * 1024
 
 
 class TextMergeError(VaultmemError):
@@ -98,15 +124,37 @@ def merge_note(
         ...            b"---\\nuse_count: 2\\n---\\n", "a.md").text
         b'---\\nuse_count: 4\\n---\\n'
     """
-    try:
-        return _by_meaning(base, ours, theirs, path, style, labels, keys)
-    except TextMergeError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - whatever fails, git's text merge still runs
-        # A driver that exits non-zero without markers would leave ours as the result.
-        text, regions = text_merge(ours, base, theirs, style=style, labels=labels)
-        conflicts = (f"{path}: {regions} conflict region(s) left by git's text merge",)
-        return MergeResult(text, conflicts if regions else (), fallback=str(exc))
+    why = _too_big((base, ours, theirs))
+    parts: list[Parts] = []
+    if not why:
+        try:
+            parts = [split(text, path) for text in (base, ours, theirs)]
+        except NoteError as exc:
+            why = str(exc)
+    if not why:
+        try:
+            return _by_meaning((base, ours, theirs), parts, path, style, labels, keys)
+        except TextMergeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever fails, git's text merge still runs
+            why = str(exc)
+    # A driver that exits non-zero without markers would leave ours as the result.
+    text, regions = text_merge(ours, base, theirs, style=style, labels=labels)
+    conflicts = (f"{path}: {regions} conflict region(s) left by git's text merge",)
+    return MergeResult(text, conflicts if regions else (), fallback=why)
+
+
+def _too_big(texts: Sequence[bytes]) -> str:
+    """Why the note is not parsed: a frontmatter over :data:`MAX_PARSED` ("" when none
+    is)."""
+    for text in texts:
+        size = frontmatter_size(text)
+        if size > MAX_PARSED:
+            return (
+                f"its frontmatter is {size / 1024:.0f} KiB, over the {MAX_PARSED // 1024} KiB "
+                "the driver parses; vaultmem's keys merged as text too"
+            )
+    return ""
 
 
 def text_merge(
@@ -139,105 +187,82 @@ def text_merge(
     return done.stdout, done.returncode
 
 
-# --------------------------------------------------------------------------- versions
-
-
-@dataclass(frozen=True)
-class _Version:
-    """One version of the note, split into what vaultmem owns and the rest. ``meta`` and
-    ``owned`` speak vaultmem's key names (``use_count``), whatever the note calls them."""
-
-    meta: Mapping[str, Any]
-    parts: Parts
-    owned: OwnedLines
-
-    @classmethod
-    def read(cls, raw: bytes, source: str, keys: KeyScheme) -> _Version:
-        meta, parts = parse_meta(raw, source)
-        found = owned_lines(parts, source, keys.keys_of)
-        spans = tuple((keys.keys_of[name], first, last) for name, first, last in found.spans)
-        return cls(_by_key(meta, keys), parts, OwnedLines(found.lines, spans))
-
-    def _is_owned(self) -> list[bool]:
-        flags = [False] * len(self.owned.lines)
-        for _key, first, last in self.owned.spans:
-            flags[first : last + 1] = [True] * (last + 1 - first)
-        return flags
-
-    @property
-    def kept(self) -> list[str]:
-        """The frontmatter lines that are not an owned key's."""
-        lines = zip(self.owned.lines, self._is_owned(), strict=True)
-        return [line for line, owned in lines if not owned]
-
-    def stripped(self) -> bytes:
-        """The note without its owned keys' lines (without the block, when only those
-        were in it)."""
-        if self.parts.frontmatter is None:
-            return self.parts.to_bytes()
-        kept = "".join(self.kept)
-        if not kept and self.owned.spans:
-            return self.parts.with_frontmatter(None)
-        return self.parts.with_frontmatter(kept)
-
-    def lines_of(self, keys: Sequence[str]) -> str:
-        """The lines of ``keys`` as written, in the note's order."""
-        lines = self.owned.lines
-        return "".join(
-            "".join(lines[first : last + 1]) for key, first, last in self.owned.spans if key in keys
-        )
-
-    def blocks(self) -> list[tuple[int, str, str]]:
-        """(anchor, key, lines) of each owned key: the index in :attr:`kept` of the line
-        written before it (-1: none), the key, and its lines."""
-        owned = self._is_owned()
-        out = []
-        for key, first, last in self.owned.spans:
-            anchor = sum(1 for flag in owned[:first] if not flag) - 1
-            out.append((anchor, key, "".join(self.owned.lines[first : last + 1])))
-        return out
-
-
 # --------------------------------------------------------------------------- merging
 
 
-def _by_key(meta: Mapping[Any, Any], keys: KeyScheme) -> dict[str, Any]:
-    """The owned keys' values of a frontmatter under vaultmem's names: every value the
-    owned lines hold (with bare names, a user's ``status: reading`` too: those lines are
-    merged here, as they always were)."""
-    return {key: meta[name] for key, name in keys.names.items() if name in meta}
+def _held(versions: Sequence[Version], keys: KeyScheme) -> frozenset[str]:
+    """The owned keys whose bare name holds the user's value in some version: the user's
+    keys in all three."""
+    held = set()
+    for key in OWNED_KEYS:
+        name = keys.names[key]
+        if keys.bare(key) and any(
+            name in v.meta and users_value(key, v.meta[name]) for v in versions
+        ):
+            held.add(key)
+    return frozenset(held)
+
+
+def _owned(meta: Mapping[Any, Any], keys: KeyScheme, held: frozenset[str]) -> dict[str, Any]:
+    """The owned keys' values of a frontmatter under vaultmem's names, held keys left out."""
+    return {key: meta[name] for key, name in keys.names.items() if name in meta and key not in held}
 
 
 def _by_meaning(
-    base_raw: bytes,
-    ours_raw: bytes,
-    theirs_raw: bytes,
+    raws: tuple[bytes, bytes, bytes],
+    parts: Sequence[Parts],
     path: str,
     style: str,
     labels: Labels,
     keys: KeyScheme,
 ) -> MergeResult:
-    base = _Version.read(base_raw, f"{path} (base)", keys)
-    ours = _Version.read(ours_raw, f"{path} (ours)", keys)
-    theirs = _Version.read(theirs_raw, f"{path} (theirs)", keys)
-    owned = merge_owned(base.meta, ours.meta, theirs.meta)
-    updates = {keys.names[key]: value for key, value in _updates(ours.meta, owned).items()}
-    edited = apply(ours_raw, updates, path, names=keys.keys_of)
-    written = _Version.read(edited, path, keys)
+    sides = ("base", "ours", "theirs")
+    read = [
+        Version.read(raw, f"{path} ({side})", keys, part)
+        for raw, part, side in zip(raws, parts, sides, strict=True)
+    ]
+    held = _held(read, keys)
+    base, ours, theirs = (v.without(held) for v in read)
+    owned = merge_owned(*(_owned(v.meta, keys, held) for v in (base, ours, theirs)))
+    updates = {
+        keys.names[key]: value
+        for key, value in _updates(_owned(ours.meta, keys, held), owned).items()
+    }
+    # The editor rewrites ours' owned lines alone: the same lines, at a fraction of the
+    # cost of the whole note (anchors: where each key stands among ours' user lines).
+    edited = ours.owned_note()
+    if updates:
+        edited = apply(edited, updates, path, names=keys.keys_of)
+    written = Version.read(edited, path, keys)
+    anchors = {block.key: block.anchor for block in ours.blocks()}
+    end = len(ours.kept)
+    blocks = [Block(anchors.get(b.key, end), b.key, b.text) for b in written.blocks()]
+    token = placeholder(raws)
+    sent = [sent_lines(base, v, token) for v in (base, ours, theirs)]
     merged, regions = text_merge(
-        written.stripped(), base.stripped(), theirs.stripped(), style=style, labels=labels
+        user_part(ours, sent[1], base),
+        user_part(base, sent[0], base),
+        user_part(theirs, sent[2], base),
+        style=style,
+        labels=labels,
     )
-    blocks = _with_conflicts(written, base, theirs, owned.conflicts, style, labels)
-    result = _put_back(merged, written, blocks, path)
+    blocks = _with_conflicts(blocks, end, (written, base, theirs), owned.conflicts, style, labels)
+    result = put_back(merged, token, sent[1], blocks)
+    if not _reads_back(result, owned, keys, held):
+        # Every key at the end of the block: a place that reads back when another does not.
+        result = put_back(merged, token, sent[1], [Block(end, "", b.text) for b in blocks])
+        if not _reads_back(result, owned, keys, held):
+            without = put_back(merged, token, sent[1], [])
+            if _reads_back(without, OwnedMerge({}), keys, held):
+                raise NoteError(f"{path}: the merged keys would not read back")
     conflicts = [
         f"{path}: {', '.join(c.keys)}: {c.why}; left a conflict region" for c in owned.conflicts
     ]
     if regions:
         conflicts.append(
-            f"{path}: {regions} conflict region(s) in what vaultmem does not own (your keys "
-            "or the body), left with git's markers"
+            f"{path}: {regions} conflict region(s) in what is yours (your keys or the body), "
+            "left with git's markers, as git would"
         )
-    _check(result, owned, path, keys)
     return MergeResult(result, tuple(conflicts))
 
 
@@ -255,17 +280,19 @@ def _updates(ours: Mapping[Any, Any], owned: OwnedMerge) -> dict[str, object | N
 
 
 def _with_conflicts(
-    written: _Version,
-    base: _Version,
-    theirs: _Version,
+    blocks: Sequence[Block],
+    end: int,
+    versions: tuple[Version, Version, Version],
     conflicts: Sequence[KeyConflict],
     style: str,
     labels: Labels,
-) -> list[tuple[int, str]]:
-    """Ours' owned blocks as (anchor, text), the keys of each conflict replaced by one
-    conflict region (ours' lines, then theirs') where ours had the first of them."""
+) -> list[Block]:
+    """Ours' merged ``blocks``, the keys of each conflict replaced by one conflict region
+    (``versions``: written (ours merged), base and theirs; ours' lines, then theirs') where
+    ours had the first of them, else at the end (anchor ``end``)."""
+    written, base, theirs = versions
     newline = written.parts.newline
-    out: list[tuple[int, str]] = []
+    out: list[Block] = []
     placed: set[int] = set()
     regions: dict[int, str] = {}
     for i, conflict in enumerate(conflicts):
@@ -275,79 +302,34 @@ def _with_conflicts(
         region += [f"======={newline}", theirs.lines_of(conflict.keys)]
         region.append(f">>>>>>> {labels.theirs}{newline}")
         regions[i] = "".join(region)
-    for anchor, key, text in written.blocks():
-        n = next((j for j, c in enumerate(conflicts) if key in c.keys), None)
+    for block in blocks:
+        n = next((j for j, c in enumerate(conflicts) if block.key in c.keys), None)
         if n is None:
-            out.append((anchor, text))
+            out.append(block)
         elif n not in placed:
             placed.add(n)
-            out.append((anchor, regions[n]))
-    last = len(written.kept) - 1
-    out += [(last, regions[n]) for n in regions if n not in placed]
+            out.append(Block(block.anchor, block.key, regions[n]))
+    out += [Block(end, conflicts[n].keys[0], regions[n]) for n in regions if n not in placed]
     return out
 
 
-def _continues(line: str) -> bool:
-    """Whether a frontmatter line continues the key above it (an indented line, or an
-    item of a list written at the key's own indentation)."""
-    return line[:1] in (" ", "\t") or (line.startswith("-") and not line.startswith("---"))
-
-
-def _put_back(merged: bytes, written: _Version, blocks: list[tuple[int, str]], path: str) -> bytes:
-    """The merged text with ours' owned lines put back (see the module docstring)."""
-    if not blocks:
-        return merged
-    parts = split(merged, path)
-    if parts.frontmatter is None:
-        newline = written.parts.newline
-        head = "---" + newline + "".join(text for _, text in blocks) + "---" + newline
-        return parts.bom + head.encode("utf-8") + parts.body
-    lines = frontmatter_lines(parts.frontmatter)
-    # Where each line of ours' kept lines went: after it when it is still there, after
-    # what replaced it, or where it was when it was deleted.
-    after: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, written.kept, lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        for i in range(i1, i2):
-            after[i] = j1 + (i - i1) + 1 if tag == "equal" else (j2 if tag == "replace" else j1)
-    regions = conflict_regions(parts.frontmatter)
-
-    def position(anchor: int) -> int:
-        at = after.get(anchor, 0)
-        while anchor >= 0 and at < len(lines) and _continues(lines[at]):
-            at += 1
-        for first, last in regions:
-            if first < at <= last:
-                at = first
-        return at
-
-    inserted: dict[int, list[str]] = {}
-    for anchor, text in blocks:
-        inserted.setdefault(position(anchor), []).append(text)
-    out: list[str] = []
-    for i in range(len(lines) + 1):
-        out += inserted.get(i, [])
-        if i < len(lines):
-            out.append(lines[i])
-    return parts.with_frontmatter("".join(out))
-
-
-def _check(result: bytes, owned: OwnedMerge, path: str, keys: KeyScheme) -> None:
-    """Refuse a merge whose frontmatter does not read back as merged (then the note is
-    merged as plain text): parsed where no conflict region is left in it, every owned
-    key as the rules said, and editable by vaultmem (no key twice)."""
-    parts = split(result, path)
+def _reads_back(result: bytes, owned: OwnedMerge, keys: KeyScheme, held: frozenset[str]) -> bool:
+    """Whether the merged owned keys read back from ``result`` as the rules merged them,
+    each once (not checked where a conflict region is left in the frontmatter)."""
+    parts = split(result)
     if parts.frontmatter is None or conflict_regions(parts.frontmatter):
-        return
-    head = Parts(parts.bom, parts.newline, parts.frontmatter, parts.closing, b"", 1, 1)
-    written, _ = parse_meta(head.to_bytes(), path)
-    owned_lines(head, path, keys.keys_of)
-    meta = _by_key(written, keys)
-    wrong = [
-        key
+        return True
+    try:
+        version = Version.read(result, "merged", keys, parts)
+    except NoteError:
+        return False
+    meta = _owned(version.meta, keys, held)
+    counts: dict[str, int] = {}
+    for key, _first, _last in version.owned.spans:
+        counts[key] = counts.get(key, 0) + 1
+    return all(
+        (key in meta) == (key in owned.values)
+        and (key not in meta or (same_value(meta[key], owned.values[key]) and counts[key] == 1))
         for key in OWNED_KEYS
-        if (key in meta) != (key in owned.values)
-        or (key in meta and not same_value(meta[key], owned.values[key]))
-    ]
-    if wrong and not owned.conflicts:
-        raise NoteError(f"{path}: the merged keys would not read back ({', '.join(wrong)})")
+        if key not in held
+    )

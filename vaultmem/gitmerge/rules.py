@@ -30,7 +30,8 @@ counted one use from a base of 1 both say 2, and the note has been used 3 times)
   used the note last, and its flags stand. Two snoozes keep the later end. When the times
   tell nothing apart (neither side used the note since the base, or both at the same
   second), the driver refuses: a conflict region for those keys, reported;
-- ``type`` and ``half_life`` are a person's choice: both changed differently is a conflict.
+- ``type`` and ``half_life`` are a person's choice, and ``archived_from`` (where `gc` took
+  the note from) has one right value: both changed differently is a conflict.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ RULES: Mapping[str, Rule] = {
     "pinned": Rule.NEWER,
     "snoozed_until": Rule.LATER_END,
     "status": Rule.NEWER,
+    "archived_from": Rule.ONE_SIDE,
     **dict.fromkeys(UNDO_KEYS.values(), Rule.UNDO),
     "strength": Rule.STRENGTH,
     "use_count": Rule.COUNT,

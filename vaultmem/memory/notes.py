@@ -14,6 +14,7 @@ read at write time, never from a possibly stale manifest.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -307,16 +308,20 @@ class Change:
     changed: bool
     before: Mapping[str, Any]
     after: Mapping[str, Any]
+    moved_to: str = ""  # where `restore` moved an archived note back to
 
     def as_json(self) -> dict[str, object]:
         """The ``--json`` shape of `pin`, `snooze`, `forget` and their inverses."""
-        return {
+        shape: dict[str, object] = {
             "path": self.path,
             "action": self.action,
             "changed": self.changed,
             "before": dict(self.before),
             "after": dict(self.after),
         }
+        if self.moved_to:
+            shape["moved_to"] = self.moved_to
+        return shape
 
 
 def _change(action: str, flag: _Flag, result: WriteResult, path: str) -> Change:
@@ -460,8 +465,56 @@ def forget_notes(config: Config, paths: Sequence[str]) -> list[Change]:
 def restore_notes(config: Config, paths: Sequence[str]) -> list[Change]:
     """Undo `forget`: the ``status`` line it replaced comes back exactly (a superseded
     note is superseded again). Without a saved line ``status`` is removed, whatever it was
-    (absent means active). A status changed by hand since `forget` stays as it is."""
-    return _flag_notes(config, paths, "restore", _STATUS, _take_back(_STATUS))
+    (absent means active). A status changed by hand since `forget` stays as it is.
+
+    Undo `gc`'s archive too: an archived note moves back to the folder it came from
+    (:func:`vaultmem.memory.sweeps.archive_origin`), its status line comes back and
+    ``archived_from`` goes; ``moved_to`` says where it went.
+    """
+    unique = list(dict.fromkeys(paths))
+    if not any(_origin(config, path) for path in unique):
+        return _flag_notes(config, unique, "restore", _STATUS, _take_back(_STATUS))
+    return _restore_archived(config, unique)
+
+
+_ARCHIVED = _Flag("status", lambda v: isinstance(v, str) and v.strip().lower() == "archived")
+
+
+def _origin(config: Config, path: str) -> str | None:
+    """Where `restore` moves the note at ``path`` (None: it stays where it is)."""
+    from vaultmem.memory.sweeps import archive_origin
+
+    return archive_origin(config, path, read_note(config.vault, path, config.keys).owned)
+
+
+def _restore_archived(config: Config, paths: Sequence[str]) -> list[Change]:
+    """`restore` where some notes move back from the archive, under one lock (each note
+    looked at again under it)."""
+    from vaultmem.memory.sweeps import ARCHIVED_FROM, move_note
+
+    take_back = _take_back(_ARCHIVED)
+    done: list[Change] = []
+    written, removed = [], []
+    with locked(config, "restore"):
+        for path in paths:
+            origin = _origin(config, path)
+            if origin is None:
+                (result,) = edit_notes_locked(config, [path], _take_back(_STATUS))
+                done.append(_change("restore", _STATUS, result, path))
+                written += [path] * result.changed
+                continue
+
+            def compute(meta: dict[Any, Any], path: str = path) -> Mapping[str, object | None]:
+                return {**take_back(path, meta), ARCHIVED_FROM: None}
+
+            result = move_note(config, path, origin, compute)
+            change = _change("restore", _STATUS, result, path)
+            done.append(dataclasses.replace(change, changed=True, moved_to=origin))
+            written.append(origin)
+            removed.append(path)
+        if written or removed:
+            refresh_paths(config, written, removed=removed)
+    return done
 
 
 # --------------------------------------------------------------------------- snooze time

@@ -23,22 +23,29 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from vaultmem.config import Config
 from vaultmem.errors import NoteError, VaultmemError
-from vaultmem.frontmatter.files import update_note
+from vaultmem.frontmatter.edit import ReplacedLines
+from vaultmem.frontmatter.files import WriteResult, update_note
+from vaultmem.frontmatter.owned import owned_problem
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import index_vault, refresh_paths
 from vaultmem.memory.writeback import locked
 from vaultmem.memory_state import note_memory
 from vaultmem.note import parse_note
+from vaultmem.properties import UNDO_KEYS
 from vaultmem.scores import decay_score, review_priority, should_forget, to_utc
 from vaultmem.vault import note_path
 
 __all__ = [
+    "ARCHIVED_FROM",
     "COLLECTABLE_STATUSES",
     "REVIEWABLE_STATUSES",
     "Failure",
+    "archive_origin",
+    "archived",
     "GcItem",
     "GcReport",
     "ReviewItem",
@@ -56,6 +63,8 @@ __all__ = [
 ]
 
 COLLECTABLE_STATUSES = frozenset({"active", "promoted", "superseded"})
+# The owned key that says where `gc` took a note from.
+ARCHIVED_FROM = "archived_from"
 REVIEWABLE_STATUSES = frozenset({"active", "promoted"})
 
 # Paths per git invocation: well under any command-line limit.
@@ -119,8 +128,14 @@ def fresh_entry(config: Config, path: str, entry: mf.Entry) -> mf.Entry | None:
         return None
 
 
-def move_note(config: Config, old: str, new: str, updates: Mapping[str, object]) -> None:
-    """Move a note and set owned keys on it; on any failure it is back where it was.
+def move_note(
+    config: Config,
+    old: str,
+    new: str,
+    updates: Mapping[str, object] | Callable[[dict[Any, Any]], Mapping[str, object | None]],
+) -> WriteResult:
+    """Move a note and set owned keys on it (``updates``, or a function of its owned keys
+    that gives them); on any failure it is back where it was.
 
     The caller holds the vault lock. The frontmatter is written after the move (through
     :func:`update_note`: only owned keys change), and a failed write moves it back, so a
@@ -135,11 +150,44 @@ def move_note(config: Config, old: str, new: str, updates: Mapping[str, object])
         os.rename(src, dst)
     except OSError as exc:
         raise NoteError(f"{old}: cannot move to {new}: {exc.strerror or exc}") from None
+    compute = updates if callable(updates) else (lambda _meta: updates)
     try:
-        update_note(dst, lambda _meta: updates, new, config.keys)
+        return update_note(dst, compute, new, config.keys)
     except VaultmemError:
         os.rename(dst, src)
         raise
+
+
+# --------------------------------------------------------------------------- archive
+
+
+def archived(path: str) -> dict[str, object]:
+    """What `gc` writes on a note it archives from ``path``: ``status: archived``, the
+    status line it replaces (kept for `restore`, as `forget` keeps it), and where it was
+    (``archived_from``): the vault is the only state of where a restore puts it back."""
+    return {"status": "archived", UNDO_KEYS["status"]: ReplacedLines("status"), ARCHIVED_FROM: path}
+
+
+def archive_origin(config: Config, path: str, owned: Mapping[str, Any]) -> str | None:
+    """Where `restore` moves the archived note at ``path`` (its owned keys ``owned``) back
+    to: the folder ``archived_from`` names, under a free name there; for a note `gc`
+    archived before it recorded that, the path it has under the archive folder. None: the
+    note is not archived, or is where it came from. NoteError when the recorded place is
+    no note path of this vault (the note may come from someone else's clone)."""
+    status = owned.get("status")
+    if not (isinstance(status, str) and status.strip().lower() == "archived"):
+        return None
+    origin = owned.get(ARCHIVED_FROM)
+    if not isinstance(origin, str) or owned_problem(ARCHIVED_FROM, origin) is not None:
+        folder = config.archive_folder
+        origin = path[len(folder) + 1 :] if folder and under(path, folder) else None
+    if not origin or origin == path:
+        return None
+    try:
+        origin = note_path(config, origin, write=True)
+    except NoteError as exc:
+        raise NoteError(f"{path}: cannot restore it to where it came from: {exc}") from None
+    return free_path(origin, lambda p: os.path.lexists(config.vault / p))
 
 
 # --------------------------------------------------------------------------- review
@@ -332,7 +380,8 @@ def gc(
     """Collect the notes that decayed below the forget threshold (see
     :func:`gc_candidates_from`); only under ``folders`` when any are given.
 
-    Each moves to ``<archive>/<its path>`` with ``status: archived``. With ``delete`` a
+    Each moves to ``<archive>/<its path>`` with ``status: archived`` and where it came
+    from (:func:`archived`: `restore` moves it back there). With ``delete`` a
     note is deleted instead when git can give it back (:func:`deletion_blockers`), or
     always with ``force``; one that fails the check is archived, and its item says why.
     ``dry_run`` changes nothing in the vault (only the index cache is refreshed).
@@ -373,7 +422,7 @@ def _carry_out_gc(
             if item.target is None:
                 _delete(config, item.path)
             else:
-                move_note(config, item.path, item.target, {"status": "archived"})
+                move_note(config, item.path, item.target, archived(item.path))
         except VaultmemError as exc:
             failed.append(Failure(item.path, str(exc)))
             continue
