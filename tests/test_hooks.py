@@ -240,6 +240,7 @@ def test_install_keeps_everything_else_and_is_idempotent(cli: Cli) -> None:
         "SessionStart": 1,
         "PreCompact": 1,
         "SessionEnd": 1,
+        "PreToolUse": 1,
     }
     prompt = ours["UserPromptSubmit"][0]
     assert prompt["type"] == "command" and prompt["timeout"] == 8
@@ -266,6 +267,7 @@ def test_install_into_a_project_without_hooks_and_uninstall_drops_what_it_added(
         "SessionStart",
         "PreCompact",
         "SessionEnd",
+        "PreToolUse",
     }
     assert not local.with_name("settings.local.json.vaultmem-backup").exists()
     cli("hooks", "uninstall", "--claude", "--scope", "local")

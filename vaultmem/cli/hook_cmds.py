@@ -65,15 +65,18 @@ MCP = typer.Option(
 def hook(
     ctx: typer.Context,
     event: str = typer.Argument(
-        ..., help="prompt, session-start, pre-compact, session-end or stop."
+        ..., help="prompt, pre-tool, session-start, pre-compact, session-end or stop."
     ),
     profile: str = profile_option(checked=False),
 ) -> None:
     """Answer one Claude Code hook event, read as JSON on stdin.
 
     prompt (UserPromptSubmit) prints the notes `surface` finds for the prompt as
-    additionalContext, or nothing; session-start (SessionStart) prints a brief of pinned
-    notes, the project's latest handoff and recent decisions; pre-compact and
+    additionalContext, or nothing; pre-tool (PreToolUse) prints the vault's rule notes
+    that apply to the file or command of the tool call (each once a session), and denies
+    the call only when such a note says `enforce: deny` (its reason: the note);
+    session-start (SessionStart) prints a brief of pinned notes, the project's latest
+    handoff and recent decisions; pre-compact and
     session-end start `extract` and `handoff` on the transcript in a detached process
     and return at once; stop prints nothing. The vault is --vault, else $VAULTMEM_VAULT,
     else found upward from the event's cwd (a relative --vault too). It never breaks the
@@ -154,6 +157,8 @@ def _answer(
     if event == "prompt":
         context = _prompt_context(vault, payload, now, profile)
         return hooks.context_output("UserPromptSubmit", context)
+    if event == "pre-tool":
+        return _pre_tool(config, payload, now, log)
     jobs = config.cache_dir / hooks.JOB_LOG_NAME
     if event == "session-start":
         if config.hooks_start_server and not hooks.server_running(config.cache_dir):
@@ -183,6 +188,21 @@ def _prompt_context(vault: Any, payload: Any, now: datetime, profile: str | None
     return str(api.surface(vault, request, now=now).context)
 
 
+def _pre_tool(config: Any, payload: Any, now: datetime, log: Path) -> str:
+    """The PreToolUse answer: the vault's rules for the tool call, or a rule's decision."""
+    from vaultmem.agent import hooks
+    from vaultmem.agent.rules import rules_for, tool_call
+
+    if not payload.tool_name:
+        return ""
+    call = tool_call(payload.tool_name, payload.tool_input, payload.cwd)
+    answer = rules_for(config, call, session=payload.session_id, now=now)
+    if answer.decision:
+        said = f"{answer.decision} for {call.label} by {', '.join(answer.shown)}"
+        hooks.log_line(log, now, "pre-tool", said)
+    return hooks.pre_tool_output(answer.context, answer.decision, answer.reason)
+
+
 def _session_context(config: Any, payload: Any, now: datetime) -> str:
     """The SessionStart brief for the project named by the session's working folder."""
     from vaultmem.agent.hooks import SESSION_BRIEF_BUDGET
@@ -204,8 +224,9 @@ hooks_app = typer.Typer(
     help=(
         "Install, remove or inspect vaultmem's Claude Code hooks, and its MCP server in "
         "Claude Code, Codex CLI and Gemini CLI.\n\n"
-        "install merges handlers for UserPromptSubmit, SessionStart, PreCompact and "
-        "SessionEnd into a settings file, keeping every other key and hook; uninstall "
+        "install merges handlers for UserPromptSubmit, SessionStart, PreCompact, "
+        "SessionEnd and PreToolUse (Edit, Write, MultiEdit, Bash) into a settings file, "
+        "keeping every other key and hook; uninstall "
         "removes only vaultmem's; status shows where they are.\n\n"
         "Example:\n\n    vaultmem --vault ~/notes hooks install --claude --scope user"
     ),
@@ -276,7 +297,7 @@ def install(
 
     In the user and local scopes each handler runs `vaultmem --vault ABS_VAULT hook
     EVENT`, with an explicit timeout (prompt 8 s, session-start 10 s, pre-compact 10 s,
-    session-end 5 s). Every other key
+    session-end 5 s, pre-tool 5 s; pre-tool only for Edit, Write, MultiEdit and Bash). Every other key
     and every other tool's hooks are kept; running it again changes nothing; the file
     is backed up to settings.json.vaultmem-backup before vaultmem first changes it.
 
