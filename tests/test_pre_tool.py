@@ -244,7 +244,7 @@ def test_a_prefixed_vault_reads_its_own_rule_keys_only(cli: Cli) -> None:
     ],
 )
 def test_glob_match(pattern: str, path: str, matched: bool) -> None:
-    from vaultmem.agent.rules import glob_match
+    from vaultmem.agent.scopes import glob_match
 
     assert glob_match(pattern, path) is matched
 
@@ -263,6 +263,6 @@ def test_glob_match(pattern: str, path: str, matched: bool) -> None:
     ],
 )
 def test_split_command(line: str, commands: list[tuple[str, ...]]) -> None:
-    from vaultmem.agent.rules import split_command
+    from vaultmem.agent.scopes import split_command
 
     assert split_command(line) == commands

@@ -15,20 +15,17 @@ runs a command, which notes apply to it. A **rule note** is a note of type
   word of the command (``Commit messages`` and ``git commit``).
 
 No model and no index are involved: the manifest names the rule notes (one SQLite
-select), the matching is string work, and only the few notes shown are read, for their
-rule line. Rules matched through ``applies_to`` rank first, then by how many words
-matched. At most :data:`MAX_RULES` are shown within :data:`RULE_BUDGET` tokens, each at
-most once a session (an empty marker file per session and rule, created exclusively,
+select), the matching is string work (:mod:`vaultmem.agent.scopes`: what the call
+touches, and the globs), and only the few notes shown are read, for their rule line.
+Rules matched through ``applies_to`` rank first, then by how many words matched. At
+most :data:`MAX_RULES` are shown within :data:`RULE_BUDGET` tokens, each at most once a
+session (an empty marker file per session and rule, created exclusively,
 so two tool calls racing show a rule once).
 
 A rule never blocks a tool unless it says so: ``enforce: deny`` (or ``ask``) on a note
 whose ``applies_to`` matched the call. Then the call is denied (or the user is asked)
 with the note as the reason, every time, not once a session; an enforcing note that
 matched by its words alone is only shown.
-
-Globs come from notes, which may be someone else's: they are matched by a
-backtracking-free matcher (:func:`glob_match`), never compiled into a regular expression
-a hostile pattern could make exponential.
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +40,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from vaultmem.agent.scopes import ToolCall, glob_match, path_like, tool_call
 from vaultmem.config import Config
 from vaultmem.vault import make_cache
 from vaultmem.vocabulary import ENFORCE_VALUES
@@ -55,7 +52,6 @@ __all__ = [
     "Rule",
     "RuleAnswer",
     "ToolCall",
-    "glob_match",
     "load_rules",
     "match",
     "rules_for",
@@ -67,9 +63,6 @@ MAX_RULES = 3
 RULE_BUDGET = 250  # tokens (chars / 4), the whole block
 RULE_LINE_CHARS = 240
 REASON_CHARS = 600
-MAX_PATTERN = 200
-MAX_PATH = 1024
-MAX_COMMAND = 8192
 SESSION_DIR = "rules"
 SESSION_TTL_S = 7 * 24 * 3600
 
@@ -94,14 +87,7 @@ _COMMON = frozenset({
     "index", "util", "utils", "common", "core", "new", "old", "tmp", "temp", "lang",
     "misc", "bin", "run", *RULE_TYPES, *(t + "s" for t in RULE_TYPES),
 })
-# Words a command is run through: the command is the word after them.
-_WRAPPERS = frozenset({
-    "sudo", "doas", "env", "time", "nohup", "nice", "exec", "command", "builtin", "xargs",
-    "npx", "bunx", "pnpx",
-})
 # fmt: on
-_RUNNERS = frozenset(["uv", "poetry", "pipenv", "pdm", "hatch", "rye"])  # `uv run X`
-_PYTHON_RE = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
 _WORD_RE = re.compile(r"[a-z0-9]+")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ates", "ated", "ate",
              "ies", "es", "ed", "s", "e")  # fmt: skip
@@ -110,231 +96,6 @@ _RULE_HEADING = re.compile(
     r"^#{1,6}\s*(?:the\s+)?(?:rules?|do|don'?t|instead|fix|what to do|how to avoid)\b",
     re.IGNORECASE,
 )
-
-
-# --------------------------------------------------------------------------- the call
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """What a tool call touches: its tool, the paths it names (each relative to the
-    project when inside it, else absolute) and the words of each simple command a Bash
-    call runs (wrappers such as ``sudo`` and ``python -m`` taken off)."""
-
-    tool: str
-    paths: tuple[str, ...] = ()
-    commands: tuple[tuple[str, ...], ...] = ()
-    mentioned: tuple[str, ...] = ()  # paths a command names: shown for, never enforced on
-    line: str = ""  # the command line, whitespace collapsed
-
-    @property
-    def label(self) -> str:
-        """The call in a few words, for the block's first line."""
-        if self.line:
-            shown = self.line if len(self.line) <= 80 else self.line[:79] + "…"
-            return f"{self.tool} `{shown}`"
-        if self.paths:
-            return f"{self.tool} of {self.paths[0]}"
-        return self.tool
-
-
-def tool_call(tool: str, tool_input: Mapping[str, Any], cwd: Path | None) -> ToolCall:
-    """The :class:`ToolCall` of a PreToolUse event's ``tool_name`` and ``tool_input``
-    (``file_path``/``notebook_path``/``path`` for file tools, ``command`` for Bash)."""
-    paths = []
-    for key in ("file_path", "notebook_path", "path"):
-        value = tool_input.get(key)
-        if isinstance(value, str) and value.strip():
-            paths.append(_project_path(value.strip()[:MAX_PATH], cwd))
-    commands: list[tuple[str, ...]] = []
-    mentioned: list[str] = []
-    command = tool_input.get("command")
-    line = ""
-    if isinstance(command, str) and command.strip():
-        line = " ".join(command[:MAX_COMMAND].split())
-        commands = split_command(command[:MAX_COMMAND])
-        for words in commands:
-            mentioned.extend(_project_path(w, cwd) for w in words[1:] if _path_like(w))
-    return ToolCall(
-        tool,
-        tuple(dict.fromkeys(paths)),
-        tuple(commands),
-        tuple(dict.fromkeys(p for p in mentioned if p not in paths)),
-        line,
-    )
-
-
-def _project_path(path: str, cwd: Path | None) -> str:
-    """``path`` relative to the project folder when it lies inside it (POSIX)."""
-    posix = path.replace("\\", "/")
-    if cwd is not None:
-        base = str(cwd).rstrip("/") + "/"
-        if posix.startswith(base):
-            return posix[len(base) :]
-    return posix.removeprefix("./")
-
-
-def _path_like(word: str) -> bool:
-    if word.startswith("-") or any(c.isspace() for c in word):
-        return False  # an option, or quoted text
-    return "/" in word or bool(re.search(r"\.[A-Za-z0-9]{1,6}$", word))
-
-
-def split_command(command: str) -> list[tuple[str, ...]]:
-    """The simple commands of a shell line, each as its words: split at ``;``, ``&&``,
-    ``||``, ``|``, ``&``, newlines and parentheses; leading ``VAR=value`` assignments,
-    redirections and wrappers (``sudo``, ``env``, ``uv run``, ``python -m``) dropped."""
-    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:  # an unclosed quote: the words as they stand
-        tokens = command.replace("\n", " ; ").split()
-    out: list[tuple[str, ...]] = []
-    words: list[str] = []
-    for token in [*tokens, ";"]:
-        if token and set(token) <= set("();<>|&"):
-            if "<" in token or ">" in token:
-                continue  # a redirection: its target stays a word (a path)
-            if words:
-                out.append(_unwrapped(words))
-            words = []
-        else:
-            words.append(token)
-    return [w for w in out if w]
-
-
-def _runner(word: str, after: list[str]) -> bool:
-    """Whether ``word`` and the next run the command after them (`uv run`, `python -m`)."""
-    if word in _RUNNERS:
-        return after in (["run"], ["exec"])
-    return bool(_PYTHON_RE.match(PurePosixPath(word).name)) and after == ["-m"]
-
-
-def _unwrapped(words: list[str]) -> tuple[str, ...]:
-    i, wrapped = 0, False
-    while i < len(words):
-        word = words[i]
-        if "=" in word and not word.startswith("-") and i < len(words) - 1:
-            i += 1  # FOO=bar cmd
-        elif word in _WRAPPERS or (wrapped and word.startswith("-")):
-            i, wrapped = i + 1, True
-        elif _runner(word, words[i + 1 : i + 2]):
-            i, wrapped = i + 2, True
-        else:
-            break
-    rest = words[i:]
-    if not rest:
-        return ()
-    return (PurePosixPath(rest[0]).name, *rest[1:])
-
-
-# --------------------------------------------------------------------------- globs
-
-
-def _glob_tokens(pattern: str) -> list[str]:
-    """A glob cut into tokens: ``*``, ``?``, ``[class]`` or one literal character."""
-    tokens: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "[":
-            end = pattern.find("]", i + 2)
-            if end != -1:
-                tokens.append(pattern[i : end + 1])
-                i = end + 1
-                continue
-        if char == "*" and tokens and tokens[-1] == "*":
-            i += 1  # `**` inside a name is `*`
-            continue
-        tokens.append(char)
-        i += 1
-    return tokens
-
-
-def _char_matches(token: str, char: str) -> bool:
-    if token == "?":
-        return True
-    if len(token) > 2 and token[0] == "[":
-        body, negate = token[1:-1], False
-        if body[:1] in ("!", "^"):
-            body, negate = body[1:], True
-        found, i = False, 0
-        while i < len(body):
-            if i + 2 < len(body) and body[i + 1] == "-":
-                found = found or body[i] <= char <= body[i + 2]
-                i += 3
-            else:
-                found = found or body[i] == char
-                i += 1
-        return found != negate
-    return token == char
-
-
-def _sequence_match(pattern: Sequence[Any], items: Sequence[Any], star: Any, same: Any) -> bool:
-    """Wildcard matching with one kind of star, by the greedy last-star method: time
-    O(len(pattern) x len(items)) at worst, never exponential."""
-    p = s = 0
-    last_star, mark = -1, 0
-    while s < len(items):
-        if p < len(pattern) and pattern[p] == star:
-            last_star, mark = p, s
-            p += 1
-        elif p < len(pattern) and same(pattern[p], items[s]):
-            p += 1
-            s += 1
-        elif last_star != -1:
-            p, mark = last_star + 1, mark + 1
-            s = mark
-        else:
-            return False
-    while p < len(pattern) and pattern[p] == star:
-        p += 1
-    return p == len(pattern)
-
-
-def _name_match(pattern: str, name: str) -> bool:
-    return _sequence_match(_glob_tokens(pattern), name, "*", _char_matches)
-
-
-def _expand_braces(pattern: str, limit: int = 32) -> list[str]:
-    """``{a,b}`` alternatives, at most ``limit`` of them (a hostile pattern stays small)."""
-    found = re.search(r"\{([^{}]*)\}", pattern)
-    if not found:
-        return [pattern]
-    out: list[str] = []
-    for option in found.group(1).split(","):
-        for expanded in _expand_braces(pattern[: found.start()] + option + pattern[found.end() :]):
-            if len(out) >= limit:
-                return out
-            out.append(expanded)
-    return out
-
-
-def glob_match(pattern: str, path: str) -> bool:
-    """Whether the POSIX ``path`` matches the glob ``pattern`` (``*`` within a name,
-    ``**`` across folders, ``?``, ``[a-z]``, ``{a,b}``). A pattern without ``/`` is
-    matched against the path's last name; one with ``/`` against the path, or any tail of
-    it (``migrations/**`` matches ``backend/migrations/0001.py``).
-
-    Example:
-        >>> glob_match("*.sql", "db/schema.sql"), glob_match("src/**/*.py", "src/a/b.py")
-        (True, True)
-    """
-    if not pattern or len(pattern) > MAX_PATTERN:
-        return False
-    parts = [p for p in path.split("/") if p]
-    for option in _expand_braces(pattern):
-        if "/" not in option.strip("/"):
-            if parts and _name_match(option.strip("/"), parts[-1]):
-                return True
-            continue
-        wanted = [p for p in option.strip("/").split("/") if p]
-        if wanted[0] != "**":
-            wanted = ["**", *wanted]  # not anchored: any tail of the path
-        if _sequence_match(wanted, parts, "**", _name_match):
-            return True
-    return False
 
 
 # --------------------------------------------------------------------------- rules
@@ -433,7 +194,7 @@ def _call_words(call: ToolCall) -> set[str]:
         plain = (
             w.lstrip("-")
             for i, w in enumerate(command)
-            if not any(c.isspace() for c in w) and not (i and _path_like(w))
+            if not any(c.isspace() for c in w) and not (i and path_like(w))
         )
         words |= stems(" ".join(plain)).keys()
     return words

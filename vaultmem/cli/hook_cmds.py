@@ -297,9 +297,10 @@ def install(
 
     In the user and local scopes each handler runs `vaultmem --vault ABS_VAULT hook
     EVENT`, with an explicit timeout (prompt 8 s, session-start 10 s, pre-compact 10 s,
-    session-end 5 s, pre-tool 5 s; pre-tool only for Edit, Write, MultiEdit and Bash). Every other key
-    and every other tool's hooks are kept; running it again changes nothing; the file
-    is backed up to settings.json.vaultmem-backup before vaultmem first changes it.
+    session-end 5 s, pre-tool 5 s; pre-tool only for Edit, Write, MultiEdit and Bash).
+    Every other key and every other tool's hooks are kept; running it again changes
+    nothing; the file is backed up to settings.json.vaultmem-backup before vaultmem
+    first changes it.
 
     --scope project writes what works on a teammate's machine too: `vaultmem` from PATH
     and the vault relative to the project ("${CLAUDE_PROJECT_DIR:-$PWD}"/VAULT; none
