@@ -72,19 +72,21 @@ def hook(
     """Answer one Claude Code hook event, read as JSON on stdin.
 
     prompt (UserPromptSubmit) prints the notes `surface` finds for the prompt as
-    additionalContext, or nothing; pre-tool (PreToolUse) prints the vault's rule notes
+    additionalContext, or nothing. pre-tool (PreToolUse) prints the vault's rule notes
     that apply to the file or command of the tool call (each once a session), and denies
-    the call only when such a note says `enforce: deny` (its reason: the note);
+    the call only when such a note says `enforce: deny` (its reason: the note).
     session-start (SessionStart) prints a brief of pinned notes, the project's latest
-    handoff and recent decisions; pre-compact and
-    session-end start `extract` and `handoff` on the transcript in a detached process
-    and return at once; stop prints nothing. The vault is --vault, else $VAULTMEM_VAULT,
-    else found upward from the event's cwd (a relative --vault too). It never breaks the
-    agent: any failure exits 0 with no output and one line in <cache>/hooks.log
-    (~/.cache/vaultmem/hooks.log when there is no vault); a vault it cannot open is also
-    said once a session in the agent's context (by prompt or session-start). --profile
-    (prompt) chooses how much surfacing says. `hooks install --claude` wires it into
-    Claude Code.
+    handoff and recent decisions; after a compaction (source compact), the session's
+    state before it, recent decisions, antipatterns and vault context in
+    <vault-postcompact> (1,200 tokens). pre-compact first writes that state into the
+    vault (a note in handoffs/); pre-compact and session-end start `extract` and
+    `handoff` on the transcript in a detached process and return at once; stop prints
+    nothing. The vault is --vault, else $VAULTMEM_VAULT, else found upward from the
+    event's cwd (a relative --vault too). It never breaks the agent: any failure exits 0
+    with no output and one line in <cache>/hooks.log (~/.cache/vaultmem/hooks.log when
+    there is no vault); a vault it cannot open is also said once a session in the
+    agent's context (by prompt or session-start). --profile (prompt) chooses how much
+    surfacing says. `hooks install --claude` wires it into Claude Code.
 
     Example:
         echo '{"prompt": "how do we pool connections?"}' | vaultmem -V ~/notes hook prompt
@@ -171,6 +173,8 @@ def _answer(
     if transcript is None or not transcript.is_file():
         hooks.log_line(log, now, event, f"no transcript to capture ({transcript})")
         return ""
+    if event == "pre-compact":
+        _compaction_state(config, payload, transcript, now, log)
     commands = hooks.capture_commands(
         sys.executable, root_args(ctx, config), transcript, payload.session_id
     )
@@ -203,11 +207,35 @@ def _pre_tool(config: Any, payload: Any, now: datetime, log: Path) -> str:
     return hooks.pre_tool_output(answer.context, answer.decision, answer.reason)
 
 
+def _compaction_state(
+    config: Any, payload: Any, transcript: Path, now: datetime, log: Path
+) -> None:
+    """Write the session's state before compaction into the vault, now (the capture job
+    comes after): a failure is one log line, and the capture job still starts."""
+    from vaultmem.agent import hooks
+    from vaultmem.agent.compaction import write_state
+    from vaultmem.errors import VaultmemError
+
+    project = payload.cwd.name if payload.cwd is not None and payload.cwd.name else None
+    try:
+        note = write_state(config, transcript, session=payload.session_id, project=project, now=now)
+    except VaultmemError as exc:
+        hooks.log_line(log, now, "pre-compact", f"no compaction state: {exc}")
+        return
+    said = f"wrote the compaction state to {note}" if note else "no compaction state to keep"
+    hooks.log_line(log, now, "pre-compact", said)
+
+
 def _session_context(config: Any, payload: Any, now: datetime) -> str:
-    """The SessionStart brief for the project named by the session's working folder."""
+    """The SessionStart brief for the project named by the session's working folder; for
+    a session starting again from a compaction, its state before it (``source: compact``)."""
     from vaultmem.agent.hooks import SESSION_BRIEF_BUDGET
     from vaultmem.agent.surface import session_brief
 
+    if payload.source == "compact":
+        from vaultmem.agent.compaction import postcompact_block
+
+        return postcompact_block(config, session=payload.session_id, now=now)
     project = payload.cwd.name if payload.cwd is not None and payload.cwd.name else None
     return str(session_brief(config, project=project, budget=SESSION_BRIEF_BUDGET, now=now))
 
