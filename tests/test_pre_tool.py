@@ -16,6 +16,7 @@ import pytest
 from conftest import Cli
 
 from tests.test_hooks import DATA, claude_output, log_lines, payload, run_hook
+from tests.test_warm import serve_at  # noqa: F401 - a fixture
 
 MIGRATIONS = """---
 type: antipattern
@@ -266,3 +267,16 @@ def test_split_command(line: str, commands: list[tuple[str, ...]]) -> None:
     from vaultmem.agent.scopes import split_command
 
     assert split_command(line) == commands
+
+
+@pytest.mark.slow  # a real `serve`
+def test_pre_tool_is_answered_by_a_running_server_as_in_process(
+    ruled: Path,
+    serve_at: Any,  # noqa: F811 - the fixture
+) -> None:
+    from tests.test_warm import same_both_ways
+
+    serve_at(ruled)
+    # A deny is the same every time: through the server, then in process.
+    done = same_both_ways(ruled, "hook", "pre-tool", stdin=payload("pre_tool_use_bash").encode())
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"

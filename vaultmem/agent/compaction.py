@@ -424,10 +424,11 @@ def _antipatterns(
     from vaultmem.agent.scopes import ToolCall
 
     call = ToolCall("Edit", tuple(files))
+    rules = [r for r in load_rules(config) if r.type == "antipattern"] if files else []
     matched = [
         (m.score, m.rule.path, m.rule.title)
-        for m in (match(r, call) for r in load_rules(config, now) if r.type == "antipattern")
-        if m is not None and files
+        for m in (match(r, call) for r in rules)
+        if m is not None and m.rule.live(now)
     ]
     ranked = {path: title for _score, path, title in sorted(matched, key=lambda m: -m[0])}
     for path, entry in _newest(entries, "antipattern"):

@@ -37,6 +37,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -111,6 +112,17 @@ class Rule:
     applies_to: tuple[str, ...] = ()
     enforce: str = ""
     words: Mapping[str, str] = field(default_factory=dict)  # stem -> word of its names
+    entry: Any = field(default=None, compare=False, repr=False)  # its manifest entry
+
+    def live(self, now: datetime) -> bool:
+        """Whether the note may be shown at ``now``: not retired (forgotten, archived,
+        superseded) and not snoozed. Asked of the few rules that match, not of all."""
+        from vaultmem.memory_state import note_memory
+
+        if self.entry is None:
+            return True
+        memory = note_memory(self.path, self.entry)
+        return not (memory.retired or memory.snoozed(now))
 
 
 @dataclass(frozen=True)
@@ -133,9 +145,11 @@ def stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=4096)
 def stems(text: str) -> dict[str, str]:
     """The stems of ``text``'s words of 3 characters or more, common words left out, each
-    with the first word it came from."""
+    with the first word it came from (cached: a warm server sees the same names again;
+    callers must not change the mapping)."""
     found: dict[str, str] = {}
     for word in _WORD_RE.findall(text.lower()):
         if len(word) >= 3 and word not in _COMMON:
@@ -148,19 +162,15 @@ def _texts(value: Any) -> tuple[str, ...]:
     return tuple(i.strip() for i in items if isinstance(i, str) and i.strip())
 
 
-def load_rules(config: Config, now: datetime) -> list[Rule]:
+def load_rules(config: Config) -> list[Rule]:
     """The vault's rule notes, from the manifest: the notes of :data:`RULE_TYPES` and
-    those with ``applies_to``, less retired and snoozed ones."""
+    those with ``applies_to`` (retired and snoozed ones too: ask :meth:`Rule.live`)."""
     from vaultmem.index import manifest as mf
-    from vaultmem.memory_state import note_memory
 
     none: dict[str, mf.Entry] = {}
     entries = mf.read(config.cache_dir, none, lambda s: s.selected(RULE_TYPES, ["applies_to"]))
     rules = []
     for path, entry in sorted(entries.items()):
-        memory = note_memory(path, entry)
-        if memory.retired or memory.snoozed(now):
-            continue
         enforce = entry.memory.get("enforce")
         words = stems(" ".join([entry.title, *entry.aliases, *entry.tags]))
         rules.append(
@@ -171,6 +181,7 @@ def load_rules(config: Config, now: datetime) -> list[Rule]:
                 _texts(entry.memory.get("applies_to")),
                 enforce.strip().lower() if isinstance(enforce, str) else "",
                 words,
+                entry,
             )
         )
     return rules
@@ -338,9 +349,10 @@ def _block(call: ToolCall, lines: Iterable[str]) -> str:
     return head + "".join(lines) + "</vault-rules>"
 
 
-def _ranked(rules: Iterable[Rule], call: ToolCall) -> list[Matched]:
+def _ranked(rules: Iterable[Rule], call: ToolCall, now: datetime) -> list[Matched]:
     words = _call_words(call)
     found = [m for m in (match(r, call, words) for r in rules) if m is not None]
+    found = [m for m in found if m.rule.live(now)]
     found.sort(key=lambda m: (-m.score, m.rule.path))
     return found
 
@@ -367,7 +379,7 @@ def rules_for(config: Config, call: ToolCall, *, session: str | None, now: datet
         >>> call = tool_call("Bash", {"command": "git push --force"}, None)
         >>> rules_for(config, call, session="s1", now=now).context  # doctest: +SKIP
     """
-    found = _ranked(load_rules(config, now), call)
+    found = _ranked(load_rules(config), call, now)
     if not found:
         return RuleAnswer("")
     enforced = _enforced(config, found)
