@@ -171,8 +171,9 @@ def test_session_start_after_compaction_without_a_state_still_says_what_it_has(
     indexed: Path,
 ) -> None:
     context = _postcompact(indexed, session_id="a-session-never-compacted")
+    assert context.startswith("<vault-postcompact>")
     assert "Session state before compaction" not in context
-    assert "Recent decisions:" in context and len(context) / 4 <= 1200
+    assert "\n\nRecent decisions:\n- " in context and len(context) / 4 <= 1200
 
 
 def test_a_transcript_with_nothing_to_keep_writes_no_note(indexed: Path, tmp_path: Path) -> None:
