@@ -170,8 +170,11 @@ def test_capture_hooks_return_at_once_and_the_detached_job_runs(
     result = run_hook(event, stdin, "--vault", str(indexed))
     took = time.monotonic() - started
     assert (result.returncode, result.stdout) == (0, "")
-    assert took < 1.5, f"{event} took {took:.2f} s; SessionEnd hooks get about 1.5 s"
-    (line,) = log_lines(indexed / ".vaultmem" / "hooks.log")
+    # SessionEnd hooks get about 1.5 s; PreCompact (10 s) first writes the compaction
+    # state, synchronously (tests/test_compaction.py), then starts the same job.
+    limit = 1.5 if event == "session-end" else 5.0
+    assert took < limit, f"{event} took {took:.2f} s"
+    line = log_lines(indexed / ".vaultmem" / "hooks.log")[-1]
     assert f"hook {event}: started extract and handoff of {transcript}" in line
     pid = int(line.rsplit("(pid ", 1)[1].rstrip(")"))
     deadline = time.monotonic() + 120
@@ -240,6 +243,7 @@ def test_install_keeps_everything_else_and_is_idempotent(cli: Cli) -> None:
         "SessionStart": 1,
         "PreCompact": 1,
         "SessionEnd": 1,
+        "PreToolUse": 1,
     }
     prompt = ours["UserPromptSubmit"][0]
     assert prompt["type"] == "command" and prompt["timeout"] == 8
@@ -266,6 +270,7 @@ def test_install_into_a_project_without_hooks_and_uninstall_drops_what_it_added(
         "SessionStart",
         "PreCompact",
         "SessionEnd",
+        "PreToolUse",
     }
     assert not local.with_name("settings.local.json.vaultmem-backup").exists()
     cli("hooks", "uninstall", "--claude", "--scope", "local")

@@ -26,6 +26,7 @@ EVENTS = {
     "SessionStart": "session_start",
     "PreCompact": "pre_compact",
     "SessionEnd": "session_end",
+    "PreToolUse": "pre_tool_use_edit",
 }
 
 
@@ -149,7 +150,7 @@ def test_without_vaultmem_session_start_says_so_once_and_nothing_breaks(
     assert specific["hookEventName"] == "SessionStart"
     assert specific["additionalContext"].startswith("vaultmem is not installed on this machine")
     assert "pip install ." in specific["additionalContext"]
-    assert outputs == {"UserPromptSubmit": "", "PreCompact": "", "SessionEnd": ""}
+    assert outputs == {"UserPromptSubmit": "", "PreCompact": "", "SessionEnd": "", "PreToolUse": ""}
 
 
 def test_project_hooks_are_idempotent_seen_by_status_and_uninstalled(

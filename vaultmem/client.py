@@ -24,8 +24,9 @@ that fails a check is not used: one ``vaultmem: warning:`` line on stderr, and t
 command runs in process. (An advertisement whose pid is gone is a killed server's: it
 is skipped without a word.)
 
-Only ``search``, ``vsearch``, ``query``, ``surface`` and ``hook prompt`` are handed over
-(reads; `surface` and `hook prompt` append to the surfacing log). Anything this module
+Only ``search``, ``vsearch``, ``query``, ``surface``, ``hook prompt`` and ``hook
+pre-tool`` are handed over (reads; `surface` and `hook prompt` append to the surfacing
+log, `hook pre-tool` marks the rules it showed in the session). Anything this module
 is unsure of (a named vault, a moved cache, a stream that is not UTF-8, a terminal on
 stdin) is run in process, and so is every failure: no server, a stale file, a refused or
 slow connection, a declined request, a server gone mid-answer. ``VAULTMEM_NO_SERVER=1``
@@ -109,7 +110,7 @@ def command_of(argv: list[str]) -> tuple[str, dict[str, str], list[str]] | None:
         return None
     roots, (word, *rest) = split
     if word == "hook":
-        return (word, roots, rest) if rest[:1] == ["prompt"] else None
+        return (word, roots, rest) if rest[:1] in (["prompt"], ["pre-tool"]) else None
     return (word, roots, rest) if word in FORWARDED else None
 
 

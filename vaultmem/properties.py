@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.scores import to_utc
-from vaultmem.vocabulary import LINK_TYPES, NOTE_TYPES
+from vaultmem.vocabulary import ENFORCE_VALUES, LINK_TYPES, NOTE_TYPES
 
 __all__ = [
     "BARE",
@@ -84,6 +84,9 @@ PROPERTY_TYPES: dict[str, PropType] = {
     "last_review": PropType.DATETIME,
     "cross_domain_count": PropType.NUMBER,
     "last_confirmed": PropType.DATETIME,
+    # Written by people only (vocabulary.RULE_KEYS): vaultmem reads them, never writes them.
+    "applies_to": PropType.MULTITEXT,
+    "enforce": PropType.TEXT,
     **dict.fromkeys(LINK_TYPES, PropType.MULTITEXT),
 }
 OWNED_KEYS: tuple[str, ...] = tuple(PROPERTY_TYPES)
@@ -93,6 +96,7 @@ STATUSES: tuple[str, ...] = ("active", "promoted", "archived", "forgotten", "sup
 _VOCABULARY: dict[str, frozenset[str]] = {
     "type": frozenset(NOTE_TYPES),
     "status": frozenset(STATUSES),
+    "enforce": frozenset(ENFORCE_VALUES),
 }
 
 

@@ -29,6 +29,13 @@ NOTE_TYPES: tuple[str, ...] = tuple(DEFAULT_HALF_LIVES)
 # half-life their frontmatter happens to carry (e.g. a short-term one from `remember`).
 DURABLE_TYPES: frozenset[str] = frozenset(t for t, h in DEFAULT_HALF_LIVES.items() if h is None)
 
+# The rule keys: written by people, never by vaultmem, which reads them at the moment of
+# action (`hook pre-tool`, :mod:`vaultmem.agent.rules`). ``applies_to``: globs or command
+# words naming where a note applies; ``enforce``: what a matching tool call gets besides
+# the note (deny: blocked with the note as the reason; ask: the user is asked).
+RULE_KEYS: tuple[str, ...] = ("applies_to", "enforce")
+ENFORCE_VALUES: tuple[str, ...] = ("deny", "ask")
+
 # The closed vocabulary of typed links (frontmatter keys holding "[[Note]]" lists), in
 # the order of vaultmem's owned keys.
 LINK_TYPES: tuple[str, ...] = (

@@ -250,7 +250,8 @@ def with_vaultmem(settings: dict[str, Any], command: Callable[[str], str]) -> di
     """A copy with vaultmem's handlers (``command(event)`` gives each one's command line).
 
     A handler already there is updated in place, so re-installing changes nothing and a
-    new vault path or launcher replaces the old one; duplicates of it are dropped.
+    new vault path or launcher replaces the old one; duplicates of it are dropped. A new
+    handler gets a group of its own, with the event's matcher (PreToolUse: the tools).
     """
     result = copy.deepcopy(settings)
     hooks = result.setdefault("hooks", {})
@@ -275,7 +276,7 @@ def with_vaultmem(settings: dict[str, Any], command: Callable[[str], str]) -> di
             group["hooks"] = kept
         hooks[event.claude_event] = [g for g in groups if not any(g is e for e in emptied)]
         if not found:
-            hooks[event.claude_event].append({"matcher": "", "hooks": [wanted]})
+            hooks[event.claude_event].append({"matcher": event.matcher, "hooks": [wanted]})
     return result
 
 

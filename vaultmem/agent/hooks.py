@@ -3,8 +3,12 @@
 Claude Code runs a hook command with the event as one JSON object on stdin
 (``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and, per event,
 ``prompt``, ``source``, ``trigger``, ``custom_instructions``, ``reason``,
-``stop_hook_active``). On exit 0 it parses stdout as JSON; ``additionalContext`` under
-``hookSpecificOutput`` is added to the model's context. A hook that fails must never
+``stop_hook_active``, and for PreToolUse ``tool_name``, ``tool_input`` and
+``tool_use_id``). On exit 0 it parses stdout as JSON; ``additionalContext`` under
+``hookSpecificOutput`` is added to the model's context, and a PreToolUse answer's
+``permissionDecision`` (``deny``, ``ask``) with ``permissionDecisionReason`` decides the
+tool call (vaultmem never answers ``allow``: that would skip the user's permission
+prompt). A hook that fails must never
 break the agent, so the CLI turns every failure into exit 0, no output and one log line.
 
 The protocol only: the front end that answers an event through the API is the CLI's
@@ -21,7 +25,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,13 +48,18 @@ NOTICE_TTL_S = 7 * 24 * 3600
 class HookEvent:
     """One hook vaultmem answers: its CLI name, Claude Code's event name, and the timeout
     (seconds) written into settings.json. ``installed`` is false for events vaultmem
-    answers when wired by hand but does not install."""
+    answers when wired by hand but does not install; ``matcher`` is the matcher of the
+    group `hooks install` adds (the tools a PreToolUse hook runs for)."""
 
     name: str
     claude_event: str
     timeout: int
     installed: bool = True
+    matcher: str = ""
 
+
+# The tools `hook pre-tool` is installed for (a regular expression over tool names).
+PRE_TOOL_MATCHER = "Edit|Write|MultiEdit|Bash"
 
 # A Stop hook that prints keeps the agent running, and vaultmem has nothing to do there,
 # so `hook stop` is a safe no-op that `hooks install` does not wire.
@@ -59,6 +68,8 @@ EVENTS: tuple[HookEvent, ...] = (
     HookEvent("session-start", "SessionStart", 10),
     HookEvent("pre-compact", "PreCompact", 10),
     HookEvent("session-end", "SessionEnd", 5),
+    # Before the agent edits a file or runs a command: the vault's rules for it.
+    HookEvent("pre-tool", "PreToolUse", 5, matcher=PRE_TOOL_MATCHER),
     HookEvent("stop", "Stop", 5, installed=False),
 )
 EVENT_NAMES = tuple(event.name for event in EVENTS)
@@ -78,6 +89,8 @@ class HookPayload:
     cwd: Path | None = None
     prompt: str = ""
     source: str | None = None
+    tool_name: str = ""
+    tool_input: Mapping[str, Any] = field(default_factory=dict)
 
 
 def parse_payload(raw: bytes) -> HookPayload:
@@ -90,6 +103,9 @@ def parse_payload(raw: bytes) -> HookPayload:
         raise HookInputError(f"stdin is a JSON {type(data).__name__}, not an object")
     transcript = _text(data, "transcript_path")
     cwd = _text(data, "cwd")
+    tool_input = data.get("tool_input")
+    if tool_input is not None and not isinstance(tool_input, dict):
+        raise HookInputError(f"tool_input is a JSON {type(tool_input).__name__}, not an object")
     return HookPayload(
         hook_event_name=_text(data, "hook_event_name") or "",
         session_id=_text(data, "session_id"),
@@ -97,6 +113,8 @@ def parse_payload(raw: bytes) -> HookPayload:
         cwd=Path(cwd).expanduser() if cwd else None,
         prompt=_text(data, "prompt") or "",
         source=_text(data, "source"),
+        tool_name=_text(data, "tool_name") or "",
+        tool_input=tool_input or {},
     )
 
 
@@ -116,6 +134,20 @@ def context_output(claude_event: str, context: str) -> str:
         return ""
     output = {"hookSpecificOutput": {"hookEventName": claude_event, "additionalContext": context}}
     return json.dumps(output, ensure_ascii=False)
+
+
+def pre_tool_output(context: str, decision: str = "", reason: str = "") -> str:
+    """A PreToolUse answer: the rules as ``additionalContext``, and a ``deny`` or ``ask``
+    ``permissionDecision`` with its reason when a rule enforces one; nothing at all for
+    neither (the tool call then goes on as if there were no hook)."""
+    specific: dict[str, str] = {"hookEventName": "PreToolUse"}
+    if decision:
+        specific |= {"permissionDecision": decision, "permissionDecisionReason": reason}
+    if context.strip():
+        specific["additionalContext"] = context
+    if len(specific) == 1:
+        return ""
+    return json.dumps({"hookSpecificOutput": specific}, ensure_ascii=False)
 
 
 def no_vault_notice(reason: str, where: Path) -> str:

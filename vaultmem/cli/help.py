@@ -52,6 +52,7 @@ SECTIONS: dict[str, dict[str, str]] = {
     "Servers": {"serve": "serve_cmds", "watch": "watch_cmds"},
     "Maintenance": {
         "init": "index_cmds",
+        "bootstrap": "bootstrap_cmds",
         "index": "index_cmds",
         "embed": "vector_cmds",
         "status": "index_cmds",

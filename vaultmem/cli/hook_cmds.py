@@ -65,23 +65,28 @@ MCP = typer.Option(
 def hook(
     ctx: typer.Context,
     event: str = typer.Argument(
-        ..., help="prompt, session-start, pre-compact, session-end or stop."
+        ..., help="prompt, pre-tool, session-start, pre-compact, session-end or stop."
     ),
     profile: str = profile_option(checked=False),
 ) -> None:
     """Answer one Claude Code hook event, read as JSON on stdin.
 
     prompt (UserPromptSubmit) prints the notes `surface` finds for the prompt as
-    additionalContext, or nothing; session-start (SessionStart) prints a brief of pinned
-    notes, the project's latest handoff and recent decisions; pre-compact and
-    session-end start `extract` and `handoff` on the transcript in a detached process
-    and return at once; stop prints nothing. The vault is --vault, else $VAULTMEM_VAULT,
-    else found upward from the event's cwd (a relative --vault too). It never breaks the
-    agent: any failure exits 0 with no output and one line in <cache>/hooks.log
-    (~/.cache/vaultmem/hooks.log when there is no vault); a vault it cannot open is also
-    said once a session in the agent's context (by prompt or session-start). --profile
-    (prompt) chooses how much surfacing says. `hooks install --claude` wires it into
-    Claude Code.
+    additionalContext, or nothing. pre-tool (PreToolUse) prints the vault's rule notes
+    that apply to the file or command of the tool call (each once a session), and denies
+    the call only when such a note says `enforce: deny` (its reason: the note).
+    session-start (SessionStart) prints a brief of pinned notes, the project's latest
+    handoff and recent decisions; after a compaction (source compact), the session's
+    state before it, recent decisions, antipatterns and vault context in
+    <vault-postcompact> (1,200 tokens). pre-compact first writes that state into the
+    vault (a note in handoffs/); pre-compact and session-end start `extract` and
+    `handoff` on the transcript in a detached process and return at once; stop prints
+    nothing. The vault is --vault, else $VAULTMEM_VAULT, else found upward from the
+    event's cwd (a relative --vault too). It never breaks the agent: any failure exits 0
+    with no output and one line in <cache>/hooks.log (~/.cache/vaultmem/hooks.log when
+    there is no vault); a vault it cannot open is also said once a session in the
+    agent's context (by prompt or session-start). --profile (prompt) chooses how much
+    surfacing says. `hooks install --claude` wires it into Claude Code.
 
     Example:
         echo '{"prompt": "how do we pool connections?"}' | vaultmem -V ~/notes hook prompt
@@ -154,6 +159,8 @@ def _answer(
     if event == "prompt":
         context = _prompt_context(vault, payload, now, profile)
         return hooks.context_output("UserPromptSubmit", context)
+    if event == "pre-tool":
+        return _pre_tool(config, payload, now, log)
     jobs = config.cache_dir / hooks.JOB_LOG_NAME
     if event == "session-start":
         if config.hooks_start_server and not hooks.server_running(config.cache_dir):
@@ -166,6 +173,8 @@ def _answer(
     if transcript is None or not transcript.is_file():
         hooks.log_line(log, now, event, f"no transcript to capture ({transcript})")
         return ""
+    if event == "pre-compact":
+        _compaction_state(config, payload, transcript, now, log)
     commands = hooks.capture_commands(
         sys.executable, root_args(ctx, config), transcript, payload.session_id
     )
@@ -183,11 +192,50 @@ def _prompt_context(vault: Any, payload: Any, now: datetime, profile: str | None
     return str(api.surface(vault, request, now=now).context)
 
 
+def _pre_tool(config: Any, payload: Any, now: datetime, log: Path) -> str:
+    """The PreToolUse answer: the vault's rules for the tool call, or a rule's decision."""
+    from vaultmem.agent import hooks
+    from vaultmem.agent.rules import rules_for, tool_call
+
+    if not payload.tool_name:
+        return ""
+    call = tool_call(payload.tool_name, payload.tool_input, payload.cwd)
+    answer = rules_for(config, call, session=payload.session_id, now=now)
+    if answer.decision:
+        said = f"{answer.decision} for {call.label} by {', '.join(answer.shown)}"
+        hooks.log_line(log, now, "pre-tool", said)
+    return hooks.pre_tool_output(answer.context, answer.decision, answer.reason)
+
+
+def _compaction_state(
+    config: Any, payload: Any, transcript: Path, now: datetime, log: Path
+) -> None:
+    """Write the session's state before compaction into the vault, now (the capture job
+    comes after): a failure is one log line, and the capture job still starts."""
+    from vaultmem.agent import hooks
+    from vaultmem.agent.compaction import write_state
+    from vaultmem.errors import VaultmemError
+
+    project = payload.cwd.name if payload.cwd is not None and payload.cwd.name else None
+    try:
+        note = write_state(config, transcript, session=payload.session_id, project=project, now=now)
+    except VaultmemError as exc:
+        hooks.log_line(log, now, "pre-compact", f"no compaction state: {exc}")
+        return
+    said = f"wrote the compaction state to {note}" if note else "no compaction state to keep"
+    hooks.log_line(log, now, "pre-compact", said)
+
+
 def _session_context(config: Any, payload: Any, now: datetime) -> str:
-    """The SessionStart brief for the project named by the session's working folder."""
+    """The SessionStart brief for the project named by the session's working folder; for
+    a session starting again from a compaction, its state before it (``source: compact``)."""
     from vaultmem.agent.hooks import SESSION_BRIEF_BUDGET
     from vaultmem.agent.surface import session_brief
 
+    if payload.source == "compact":
+        from vaultmem.agent.compaction import postcompact_block
+
+        return postcompact_block(config, session=payload.session_id, now=now)
     project = payload.cwd.name if payload.cwd is not None and payload.cwd.name else None
     return str(session_brief(config, project=project, budget=SESSION_BRIEF_BUDGET, now=now))
 
@@ -204,8 +252,9 @@ hooks_app = typer.Typer(
     help=(
         "Install, remove or inspect vaultmem's Claude Code hooks, and its MCP server in "
         "Claude Code, Codex CLI and Gemini CLI.\n\n"
-        "install merges handlers for UserPromptSubmit, SessionStart, PreCompact and "
-        "SessionEnd into a settings file, keeping every other key and hook; uninstall "
+        "install merges handlers for UserPromptSubmit, SessionStart, PreCompact, "
+        "SessionEnd and PreToolUse (Edit, Write, MultiEdit, Bash) into a settings file, "
+        "keeping every other key and hook; uninstall "
         "removes only vaultmem's; status shows where they are.\n\n"
         "Example:\n\n    vaultmem --vault ~/notes hooks install --claude --scope user"
     ),
@@ -276,9 +325,10 @@ def install(
 
     In the user and local scopes each handler runs `vaultmem --vault ABS_VAULT hook
     EVENT`, with an explicit timeout (prompt 8 s, session-start 10 s, pre-compact 10 s,
-    session-end 5 s). Every other key
-    and every other tool's hooks are kept; running it again changes nothing; the file
-    is backed up to settings.json.vaultmem-backup before vaultmem first changes it.
+    session-end 5 s, pre-tool 5 s; pre-tool only for Edit, Write, MultiEdit and Bash).
+    Every other key and every other tool's hooks are kept; running it again changes
+    nothing; the file is backed up to settings.json.vaultmem-backup before vaultmem
+    first changes it.
 
     --scope project writes what works on a teammate's machine too: `vaultmem` from PATH
     and the vault relative to the project ("${CLAUDE_PROJECT_DIR:-$PWD}"/VAULT; none

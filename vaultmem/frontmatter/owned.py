@@ -65,7 +65,8 @@ def _is_half_life(value: object) -> bool:
     return True
 
 
-def _is_links(value: object) -> bool:
+def _is_texts(value: object) -> bool:
+    """A non-blank text, or a list of them (links, scopes)."""
     items = value if isinstance(value, list) else [value]
     return all(isinstance(item, str) and item.strip() for item in items)
 
@@ -123,7 +124,7 @@ def _is_vault_path(value: object) -> bool:
 
 _TIME = (_is_time, "is not a date")
 _COUNT = (_is_count, "is not a whole number of 0 or more")
-_LINKS = (_is_links, "is not a link or a list of links")
+_LINKS = (_is_texts, "is not a link or a list of links")
 _TEXT = (lambda v: isinstance(v, str), "is not text")
 # What a valid value of each owned key is, and how a bad one is described.
 _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
@@ -142,6 +143,8 @@ _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "last_review": _TIME,
     "cross_domain_count": _COUNT,
     "last_confirmed": _TIME,
+    "applies_to": (_is_texts, "is not a glob or command, or a list of them"),
+    "enforce": _TEXT,
     **dict.fromkeys(OWNED_KEYS[OWNED_KEYS.index("supersedes") :], _LINKS),
     **{
         saved: (_is_saved(key), f"is not a {key} line vaultmem saved")

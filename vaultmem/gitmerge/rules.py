@@ -30,8 +30,9 @@ counted one use from a base of 1 both say 2, and the note has been used 3 times)
   used the note last, and its flags stand. Two snoozes keep the later end. When the times
   tell nothing apart (neither side used the note since the base, or both at the same
   second), the driver refuses: a conflict region for those keys, reported;
-- ``type`` and ``half_life`` are a person's choice, and ``archived_from`` (where `gc` took
-  the note from) has one right value: both changed differently is a conflict.
+- ``type``, ``half_life`` and the rule keys ``applies_to`` and ``enforce`` are a
+  person's choice, and ``archived_from`` (where `gc` took the note from) has one right
+  value: both changed differently is a conflict.
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ RULES: Mapping[str, Rule] = {
     "last_review": Rule.LATEST,
     "cross_domain_count": Rule.COUNT,
     "last_confirmed": Rule.LATEST,
+    # Rule keys are a person's, like type: both changed differently is a conflict.
+    "applies_to": Rule.ONE_SIDE,
+    "enforce": Rule.ONE_SIDE,
     **dict.fromkeys(LINK_TYPES, Rule.LINKS),
 }
 

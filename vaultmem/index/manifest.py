@@ -256,6 +256,19 @@ class Store:
         rows = self._conn.execute(f"SELECT {_COLUMNS} FROM notes")
         return {row[0]: _entry(row) for row in rows}
 
+    def selected(self, types: Iterable[str], keys: Iterable[str] = ()) -> dict[str, Entry]:
+        """The entries of the notes of ``types`` or holding any of the owned ``keys``:
+        SQLite picks them, so a hook reads a handful of rows, not the whole vault."""
+        if not self.current():
+            return {}
+        kinds = list(types)
+        where = [f"type IN ({', '.join('?' * len(kinds))})"] if kinds else []
+        where += [f"json_extract(NULLIF(memory, ''), '$.{k}') IS NOT NULL" for k in keys]
+        if not where:
+            return {}
+        sql = f"SELECT {_COLUMNS} FROM notes WHERE {' OR '.join(where)}"
+        return {row[0]: _entry(row) for row in self._conn.execute(sql, kinds)}
+
     def hashes(self) -> dict[str, str]:
         """path → content hash of every row: what fragment lookups need."""
         if not self.current():
