@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -31,6 +31,7 @@ __all__ = [
     "BLEND_TAIL_WEIGHT",
     "BM25_SATURATION_K",
     "CANDIDATE_LIMIT",
+    "INTENT_WEIGHT",
     "MMR_THRESHOLD",
     "BM25_LIST_WEIGHT",
     "LEAD_KEYWORD_WEIGHT",
@@ -46,6 +47,7 @@ __all__ = [
     "bm25_confidence",
     "candidates",
     "jaccard",
+    "keep_below",
     "lifts",
     "list_scale",
     "mmr_demote",
@@ -76,6 +78,9 @@ LEAD_VECTOR_WEIGHT = 1.0
 LEAD_KEYWORD_WEIGHT = 1.0
 # An expansion variant's lists weigh this share of the original query's.
 VARIANT_SHARE = 0.5
+# The lists of the query steered by ``--intent`` (its words after the query's): the
+# searcher said what they are after, so these weigh as an original list, not a variant.
+INTENT_WEIGHT = 1.0
 CANDIDATE_LIMIT = 30
 
 # (last position of the band, retrieval weight). Positions are 1-based.
@@ -393,3 +398,12 @@ def mmr_demote(
         else:
             kept.append((doc, score))
     return kept + demoted
+
+
+def keep_below(
+    items: Sequence[tuple[str, float]], below: Collection[str]
+) -> list[tuple[str, float]]:
+    """``items`` (``(id, score)`` pairs) with the ids in ``below`` moved after the rest,
+    each group in its order: what MMR set aside stays set aside through the stages that
+    reorder by score after it (the memory prior, an intent route)."""
+    return [i for i in items if i[0] not in below] + [i for i in items if i[0] in below]

@@ -317,6 +317,7 @@ def _group(
                     entry.type,
                     entry.status,
                     ref.end_line,
+                    score_kind="cosine",
                 )
             )
             if len(hits) >= limit:
