@@ -194,15 +194,15 @@ def estimate_tokens(text: str) -> int:
 
 
 def cheap_backends(config: Config, vectors: bool | None) -> Backends:
-    """BM25 only, unless vectors are cheap: an endpoint embedder (one request), or asked for.
-
-    The in-process MiniLM costs ~0.25 s to load per process, so it runs only on request.
+    """BM25, plus vectors when asked for (``vectors`` True) or when they are cheap: an
+    endpoint embedder (one request), or the in-process MiniLM when it can run without
+    Chroma and without deriving its int8 model (the flat snapshot of the vectors is
+    current and the model is cached: the embed sweep leaves both). A prompt then pays for
+    loading the model and embedding it (BENCHMARKS.md: the hook's latency in process).
     """
     from vaultmem.retrieval.query_types import Backends
 
     if vectors is False or config.embedder == "none":
-        return Backends()
-    if vectors is None and config.embedder != "endpoint":
         return Backends()
     from vaultmem.errors import ConfigError, EndpointError
     from vaultmem.index.records import read_record, record_path
@@ -214,7 +214,20 @@ def cheap_backends(config: Config, vectors: bool | None) -> Backends:
         return Backends()
     if embedder is None or not read_record(record_path(config.cache_dir, embedder.model_id)):
         return Backends()
+    if vectors is None and config.embedder != "endpoint" and not _local_is_cheap(config, embedder):
+        return Backends()
     return Backends(embedder=embedder)
+
+
+def _local_is_cheap(config: Config, embedder: Any) -> bool:
+    """Whether the in-process model reads its vectors from a current flat snapshot (no
+    Chroma) and loads without deriving anything."""
+    if config.chroma.host or not getattr(embedder, "ready", lambda: False)():
+        return False
+    from vaultmem.index.vector_snapshot import filed
+    from vaultmem.index.vectors import collection_name
+
+    return filed(config.cache_dir, collection_name(embedder.model_id, embedder.dimension))
 
 
 def _excluded(entry: Any, now: datetime) -> bool:

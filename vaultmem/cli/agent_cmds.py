@@ -35,8 +35,8 @@ def surface(
     vectors: bool = typer.Option(
         None,
         "--vectors/--no-vectors",
-        help="Search vectors too (default: only with an embedding endpoint; the in-process "
-        "model costs ~0.25 s to load).",
+        help="Search vectors too (default: when cheap: an embedding endpoint, or the local "
+        "model once `embed` has left its vectors' snapshot and model in the cache).",
         show_default=False,
     ),
 ) -> None:

@@ -316,6 +316,22 @@ class LocalEmbedder:
         """About how many characters fit the 256-token window."""
         return MAX_CHARS
 
+    def ready(self) -> bool:
+        """Whether the model loads without deriving anything: the shipped graph always
+        does; the int8 one when a copy is cached under ``cache_dir`` (the embed sweep
+        leaves one). Deriving it costs a second (the ``onnx`` import and the rewrite),
+        which a one-shot caller on a budget, such as a hook, does not spend."""
+        if not self.int8:
+            return True
+        if self.cache_dir is None:
+            return False
+        from vaultmem.inference.quantized import cached_path
+
+        try:
+            return cached_path(self.cache_dir, source_sha256()).is_file()
+        except (ImportError, EndpointError, OSError):
+            return False
+
     def load(self) -> None:
         """Load the tokenizer and ONNX session now (otherwise the first embed() does)."""
         with _lock:
