@@ -195,7 +195,9 @@ class Snapshot:
     def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
         """The stored vectors of ``ids`` (ids not stored are left out)."""
         rows = self._rows
-        return {i: [float(x) for x in self.matrix[rows[i]]] for i in ids if i in rows}
+        # One row read at a time: element by element, a memory-mapped matrix costs
+        # a Python call per float.
+        return {i: np.asarray(self.matrix[rows[i]]).tolist() for i in ids if i in rows}
 
     @cached_property
     def _rows(self) -> dict[str, int]:

@@ -35,6 +35,7 @@ __all__ = [
     "MMR_THRESHOLD",
     "BM25_LIST_WEIGHT",
     "LEAD_KEYWORD_WEIGHT",
+    "LEAD_POOL_WEIGHT",
     "LEAD_VECTOR_WEIGHT",
     "STRONG_SIGNAL_GAP",
     "STRONG_SIGNAL_SCORE",
@@ -52,6 +53,7 @@ __all__ = [
     "list_scale",
     "mmr_demote",
     "normalise",
+    "pool_lead",
     "position_weight",
     "strong_signal",
     "zscore_fuse",
@@ -98,6 +100,13 @@ _WORD = re.compile(r"\w+")
 
 T = TypeVar("T")
 
+
+# A note's vector score in `vsearch`: its best fragment's cosine pooled with its lead's
+# (the fragment that opens it). Tuned offline on the tune halves (benchmarks/
+# tune_fragments.py, BENCHMARKS.md): lead share 0.3 lifted MiniLM MRR@10 from 0.837 to
+# 0.865 on the man-page dev split, 0.794 to 0.809 on the docs tune half, and left
+# example-vault where it was (0.2: +0.015 / +0.029 / -0.015; 0.4: +0.031 / -0.021 / 0).
+LEAD_POOL_WEIGHT = 0.3
 
 # --- normalisation and the strong-signal bypass ----------------------------------------
 
@@ -272,6 +281,14 @@ def zscore_fuse(lists: Sequence[ScoredList]) -> list[tuple[str, float]]:
     fused = [(doc, math.fsum(p)) for doc, p in parts.items()]
     fused.sort(key=lambda item: (-item[1], best_rank[item[0]], item[0]))
     return fused
+
+
+def pool_lead(best: float, lead: float, weight: float = LEAD_POOL_WEIGHT) -> float:
+    """A note's vector score from its best fragment's cosine and its lead's:
+    ``(1 − w)·best + w·lead``. The lead is one of the note's fragments, so
+    ``lead ≤ best`` and the pooled score is at most the best: 0.6 and 0.4 at w = 0.3 →
+    0.54; a note whose best fragment is its lead keeps its cosine."""
+    return (1.0 - weight) * best + weight * min(lead, best)
 
 
 def candidates(fused: Sequence[T], limit: int = CANDIDATE_LIMIT) -> list[T]:
