@@ -16,14 +16,15 @@ near the cache: many short texts per run, one or two long fragments per run. The
 session runs one intra-op thread per core, without spin-waiting, at the basic graph
 optimisation level (which measured faster on this graph than the extended fusions).
 
-The shipped graph turns its int8 weights back into fp32 and multiplies in fp32. By
-default (``[embed] int8 = true``, with the ``onnx`` package, a dependency, installed)
-the embedder runs instead a model derived from it once
+The shipped graph turns its int8 weights back into fp32 and multiplies in fp32, and that
+is what runs by default. With ``[embed] int8 = true`` (and the ``onnx`` package, a
+dependency, installed) the embedder runs instead a model derived from it once
 (:mod:`vaultmem.inference.quantized`) whose weight products run in int8: 2.05x the texts
-per CPU-second, vectors at cosine 0.9987 (mean) to the shipped graph's, dev vsearch
-MRR@10 0.837 as with the shipped graph (benchmarks/bench_embed_int8.py). Its vectors
-are stored under their own model id (:func:`int8_model_id`), so the two kinds never mix
-in one collection.
+per CPU-second, vectors at cosine 0.9987 (mean) to the shipped graph's. It was the default
+until issue 30 measured what it costs in ranking: dev vsearch MRR@10 as the shipped
+graph's, but 0.015 lower on example-vault and on the documentation corpus, over the
+0.003 allowed (BENCHMARKS.md). Its vectors are stored under their own model id
+(:func:`int8_model_id`), so the two kinds never mix in one collection.
 """
 
 from __future__ import annotations
@@ -272,7 +273,7 @@ class LocalEmbedder:
         batch_tokens: int | None = None,
         *,
         cache_dir: Path | None = None,
-        int8: bool = True,
+        int8: bool = False,
     ) -> None:
         """Configure batching, threads and the model; nothing is loaded until the first
         embed().
@@ -281,10 +282,10 @@ class LocalEmbedder:
         (texts x longest) of one ONNX run (default: the model's own measured budget); a
         text longer than the budget runs alone.
         ``threads`` is onnxruntime's intra-op thread count (default: every usable core).
-        ``int8`` (the default) runs the int8-compute model where the ``onnx`` package
-        (a dependency) is installed to derive it (``self.int8`` says whether it does),
-        cached under the vault cache ``cache_dir`` (None: derived in memory at first use
-        in each process); False runs the shipped graph as it is.
+        ``int8`` runs the int8-compute model where the ``onnx`` package (a dependency)
+        is installed to derive it (``self.int8`` says whether it does), cached under the
+        vault cache ``cache_dir`` (None: derived in memory at first use in each
+        process); False (the default) runs the shipped graph as it is.
         """
         if batch_size < 1 or (batch_tokens is not None and batch_tokens < 1):
             raise ValueError("batch_size and batch_tokens must be at least 1")
