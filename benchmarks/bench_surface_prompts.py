@@ -160,10 +160,19 @@ def misses(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
+CPU: list[float] = []  # the CPU seconds (user + system) of each command _timed ran
+
+
 def _timed(cmd: list[str], env: dict[str, str], stdin: bytes) -> float:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, env=env, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return wall
 
 
 def latency(prompts: list[dict], runs: int) -> dict[str, object]:
@@ -174,7 +183,10 @@ def latency(prompts: list[dict], runs: int) -> dict[str, object]:
     cold_env = {**_env(vectors=True), "VAULTMEM_NO_SERVER": "1"}
     events = [json.dumps({"prompt": p["prompt"], "session_id": "lat"}).encode() for p in chosen]
     bare = [_timed([sys.executable, "-c", "pass"], cold_env, b"") for _ in chosen]
+    bare_cpu = CPU[-len(chosen) :]
+    # A shared machine's wall times swing with its load; CPU seconds much less.
     cold = [_timed(cmd, cold_env, e) for e in events]
+    cold_cpu = CPU[-len(events) :]
     serve = [sys.executable, "-m", "vaultmem", "--vault", str(vault), "serve", "--background"]
     # What a SessionStart-launched server costs the first prompt: its start (it returns
     # once it answers) and its first answer (which loads the model).
@@ -197,7 +209,9 @@ def latency(prompts: list[dict], runs: int) -> dict[str, object]:
 
     return {
         "python -c pass": ms(bare),
+        "python -c pass, CPU": ms(bare_cpu),
         "no server": ms(cold),
+        "no server, CPU": ms(cold_cpu),
         "through serve": ms(warm),
         "serve start, s": round(serve_start, 2),
         "first prompt through a just-started serve, s": round(serve_start + first, 2),
