@@ -53,7 +53,8 @@ print(statistics.median(times))
 
 def _env(tree: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-    env.update(VAULTMEM_NO_SERVER="1", VAULTMEM_NOW=NOW)
+    # No bytecode written into the other tree (it may be a checkout to leave untouched).
+    env.update(VAULTMEM_NO_SERVER="1", VAULTMEM_NOW=NOW, PYTHONDONTWRITEBYTECODE="1")
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     return env

@@ -10,7 +10,7 @@ these one-line man-page descriptions.
 Then the whole-process latency of ``vaultmem surface PROMPT`` (median of 20) against a
 bare ``python -c "import json"`` in the same run.
 
-    python benchmarks/bench_surface.py [--runs 20] [--skip-latency]
+    python benchmarks/bench_surface.py [--runs 20] [--skip-latency] [--vectors | --vault DIR]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _index(vault: Path) -> None:
 
 
 def _passes(
-    cfg: vconfig.Config, prompts: list[str], vectors: bool
+    cfg: vconfig.Config, prompts: list[str], vectors: bool | None
 ) -> list[tuple[sf.Gate, list[sf.Candidate]]]:
     index = LexicalIndex.open(cfg.cache_dir)
     backends = sf.cheap_backends(cfg, vectors)
@@ -139,10 +139,23 @@ def main() -> None:
     parser.add_argument(
         "--vectors", action="store_true", help="BM25 + the local MiniLM (run `embed` first)"
     )
+    parser.add_argument(
+        "--vault",
+        type=Path,
+        help="the dev vault with frontmatter, indexed and embedded in its own cache: "
+        "vectors as a hook in process uses them (the quality sweep only)",
+    )
     args = parser.parse_args()
-    vault = make_vault("dev", frontmatter=True)
-    _index(vault)
-    cfg = _config(vault, args.vectors)
+    if args.vault:
+        # An indexed and embedded vault with its own cache, searched as a hook without a
+        # server searches it (vectors when their snapshot is current).
+        vault = args.vault
+        cfg = vconfig.load(vault_flag=str(vault), env=dict(os.environ), cwd=vault, overrides={})
+        args.vectors = None
+    else:
+        vault = make_vault("dev", frontmatter=True)
+        _index(vault)
+        cfg = _config(vault, args.vectors)
     dev = queries("dev")
     off = [json.loads(x)["prompt"] for x in (BENCH / "prompts" / "offtopic.jsonl").open()]
     start = time.perf_counter()

@@ -11,13 +11,16 @@ tuning, B for reporting; 30 of them in five sessions). Each prompt runs through
   the block on purpose;
 - a prompt without one is an **abstention** when the block is empty.
 
-Two modes: ``process`` (keyword only: what a hook gets with no server and no embedding
-endpoint) and ``warm`` (keyword + the in-process MiniLM vectors: what every hook gets
-while ``vaultmem serve`` runs, the server being the same code). Then block sizes, and the
+Modes: ``process`` (what a hook gets with no server: since issue 30, keywords and the
+in-process MiniLM vectors once `index` has left their snapshot), ``warm`` (the same
+vectors through the server's embedder: what every hook gets while ``vaultmem serve``
+runs), and ``keyword`` (no embedder at all, for reference; ``both`` runs process and
+warm). Then block sizes, and the
 whole-process latency of ``vaultmem hook prompt`` (median and p95 of ``--runs`` prompts)
 without a server and through a running one.
 
-    python benchmarks/bench_surface_prompts.py [--split A|B|all] [--mode process|warm|both]
+    python benchmarks/bench_surface_prompts.py [--split A|B|all]
+        [--mode keyword|process|warm|both]
         [--runs 20] [--skip-latency] [--misses] [--profile quiet|normal|deep]
 """
 
@@ -98,12 +101,17 @@ def open_fresh(vectors: bool) -> tuple[Path, Any, Any, Any]:
     return vault, config, index, backends
 
 
-def run(prompts: Iterable[dict], vectors: bool, profile: str | None = None) -> list[Outcome]:
+def run(prompts: Iterable[dict], mode: str, profile: str | None = None) -> list[Outcome]:
     """Every prompt through `surface` (with ``profile``, None: the default), sessions in
-    order, on a fresh vault."""
+    order, on a fresh vault, as ``mode`` searches: ``keyword`` (no embedder), ``process``
+    (what a hook without a server picks: :func:`~vaultmem.agent.surface.cheap_backends`)
+    or ``warm`` (the server's embedder)."""
     from vaultmem.agent import surface as sf
 
-    vault, config, index, backends = open_fresh(vectors)
+    vault, config, index, backends = open_fresh(mode != "keyword")
+    if mode == "process":
+        backends = sf.cheap_backends(config, None)
+        assert backends.embedder is not None, "the hook would search keywords only"
     seen: dict[str, set[str]] = {}
     out = []
     for n, row in enumerate(prompts):
@@ -152,10 +160,19 @@ def misses(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
+CPU: list[float] = []  # the CPU seconds (user + system) of each command _timed ran
+
+
 def _timed(cmd: list[str], env: dict[str, str], stdin: bytes) -> float:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, env=env, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return wall
 
 
 def latency(prompts: list[dict], runs: int) -> dict[str, object]:
@@ -166,11 +183,18 @@ def latency(prompts: list[dict], runs: int) -> dict[str, object]:
     cold_env = {**_env(vectors=True), "VAULTMEM_NO_SERVER": "1"}
     events = [json.dumps({"prompt": p["prompt"], "session_id": "lat"}).encode() for p in chosen]
     bare = [_timed([sys.executable, "-c", "pass"], cold_env, b"") for _ in chosen]
+    bare_cpu = CPU[-len(chosen) :]
+    # A shared machine's wall times swing with its load; CPU seconds much less.
     cold = [_timed(cmd, cold_env, e) for e in events]
+    cold_cpu = CPU[-len(events) :]
     serve = [sys.executable, "-m", "vaultmem", "--vault", str(vault), "serve", "--background"]
+    # What a SessionStart-launched server costs the first prompt: its start (it returns
+    # once it answers) and its first answer (which loads the model).
+    started = time.perf_counter()
     subprocess.run([*serve, "--port", "0"], check=True, env=_env(True), stdout=subprocess.DEVNULL)
+    serve_start = time.perf_counter() - started
     try:
-        _timed(cmd, _env(True), events[0])  # the server's first answer warms its model
+        first = _timed(cmd, _env(True), events[0])  # the server's first answer warms its model
         warm = [_timed(cmd, _env(True), e) for e in events]
     finally:
         stop = [sys.executable, "-m", "vaultmem", "--vault", str(vault), "serve", "stop"]
@@ -183,13 +207,21 @@ def latency(prompts: list[dict], runs: int) -> dict[str, object]:
             "p95_ms": round(percentile(sorted(values), 95) * 1000, 1),
         }
 
-    return {"python -c pass": ms(bare), "no server": ms(cold), "through serve": ms(warm)}
+    return {
+        "python -c pass": ms(bare),
+        "python -c pass, CPU": ms(bare_cpu),
+        "no server": ms(cold),
+        "no server, CPU": ms(cold_cpu),
+        "through serve": ms(warm),
+        "serve start, s": round(serve_start, 2),
+        "first prompt through a just-started serve, s": round(serve_start + first, 2),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", default="all", choices=["A", "B", "all"])
-    parser.add_argument("--mode", default="both", choices=["process", "warm", "both"])
+    parser.add_argument("--mode", default="both", choices=["keyword", "process", "warm", "both"])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--misses", action="store_true", help="print every wrong answer")
@@ -199,7 +231,7 @@ def main() -> None:
     report: dict[str, object] = {"split": args.split, "profile": args.profile or "normal"}
     modes = ["process", "warm"] if args.mode == "both" else [args.mode]
     for mode in modes:
-        outcomes = run(prompts, vectors=mode == "warm", profile=args.profile)
+        outcomes = run(prompts, mode, profile=args.profile)
         report[mode] = summary(outcomes)
         if args.misses:
             print(f"--- {mode}: misses")

@@ -89,3 +89,22 @@ def percentile(values: list[float], pct: float) -> float:
 def median(values: list[float]) -> float:
     """The median."""
     return statistics.median(values)
+
+
+DOCS = REPO / "benchmarks" / "docs_corpus"
+
+
+def docs_vault() -> Path:
+    """The documentation-genre vault (benchmarks/docs_corpus, Nushell's docs), written from
+    its corpus.jsonl once and reused: ``<id>.md`` holding ``# {title}\\n\\n{body}\\n``."""
+    out = VAULTS / "docs"
+    if not (out / ".made").exists():
+        for line in (DOCS / "corpus.jsonl").read_text("utf-8").splitlines():
+            if not line.strip():
+                continue
+            doc = json.loads(line)
+            path = out / f"{doc['id']}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"# {doc['title']}\n\n{doc['body']}\n", "utf-8")
+        (out / ".made").write_text("ok\n")
+    return out

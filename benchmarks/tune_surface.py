@@ -17,8 +17,10 @@ bench_surface_prompts.py. Sessions are ignored here: the decision never looks at
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 from bench_surface_prompts import NOW, load, open_fresh
@@ -76,6 +78,40 @@ def collect(mode: str) -> list[dict]:
     return rows
 
 
+def collect_manpages(vault: Path) -> list[dict]:
+    """The one-line prompts (issue 30): each man-page dev query should surface its page,
+    each prompt of ../shared/bench/prompts/offtopic.jsonl nothing. Split "A" (tune) is
+    the odd qids and odd off-topic ids, "B" the even ones. ``vault``: the dev vault with
+    frontmatter, indexed and embedded (with its snapshot current)."""
+    from common import BENCH, note_id, queries
+
+    from vaultmem.config import build
+    from vaultmem.index.lexical import LexicalIndex
+
+    config = build(vault, {})
+    index = LexicalIndex.open(config.cache_dir)
+    backends = sf.cheap_backends(config, None)
+    assert backends.embedder is not None, "embed the vault first (its snapshot current)"
+    prompts = [
+        (q["query"], {q["relevant"][0]}, "A" if int(q["qid"].lstrip("q")) % 2 else "B")
+        for q in queries("dev")
+    ]
+    for line in (BENCH / "prompts" / "offtopic.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        prompts.append((row["prompt"], set(), "A" if int(row["id"][3:]) % 2 else "B"))
+    rows = []
+    for text, wanted, split in prompts:
+        decision = sf.gate(text)
+        row = {"split": split, "wants": bool(wanted), "signals": None, "set": "man"}
+        if not decision.reason:
+            found = sf.candidates(config, decision.text, now=NOW, index=index, backends=backends)
+            if found:
+                row["signals"] = signals(found, decision.forced)
+                row["found"] = any(note_id(c.hit.path) in wanted for c in found[: speak.SHOW_LIMIT])
+        rows.append(row)
+    return rows
+
+
 def _matrix(rows: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     searched = [r for r in rows if r["signals"] is not None]
     x = np.array([[r["signals"][n] for n in names] for r in searched])
@@ -119,10 +155,38 @@ def fit(rows: list[dict], names: list[str]) -> tuple[np.ndarray, float]:
     return weights, bias - max(margins, key=quality)
 
 
+def fit_both(vault: Path) -> None:
+    """Fit the vector decision on the agent prompts' split A and the one-line prompts' half
+    A together; print its weights and the rates of every set and split, with the shipped
+    model's beside them."""
+    names = SIGNALS["warm"]
+    agent = collect("warm")
+    man = collect_manpages(vault)
+    tune = [r for r in agent + man if r["split"] == "A"]
+    weights, bias = fit(tune, names)
+    shown = ", ".join(f"{n}={w:.3f}" for n, w in zip(names, weights, strict=True))
+    print(f"fit on agent A + one-line A: bias={bias:.3f}, {shown}")
+    shipped = speak.VECTOR_MODEL
+    old = np.array([getattr(shipped, n) for n in names])
+    for label, (w, b) in {"fitted": (weights, bias), "shipped": (old, shipped.bias)}.items():
+        for shift in [-0.5, -0.25, 0.0, 0.25, 0.5]:
+            cells = []
+            for name, rows in (("agent", agent), ("one-line", man)):
+                for split in ("A", "B"):
+                    part = [r for r in rows if r["split"] == split]
+                    hit, quiet = rates(part, names, w, b + shift)
+                    cells.append(f"{name} {split} {hit:.3f}/{quiet:.3f}")
+            print(f"  {label} bias {shift:+.2f}: " + " | ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["fit", "curve"])
+    parser.add_argument("command", choices=["fit", "curve", "both"])
+    parser.add_argument("--vault", type=Path, help="both: the embedded man-page dev vault")
     args = parser.parse_args()
+    if args.command == "both":
+        fit_both(args.vault)
+        return
     for mode, names in SIGNALS.items():
         rows = collect(mode)
         a = [r for r in rows if r["split"] == "A"]

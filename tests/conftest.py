@@ -97,7 +97,8 @@ def embedded_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # session fixture runs before the per-test environment isolation.
     config = build(vault, {})
     index_vault(config)
-    assert embed_vault(config, LocalEmbedder()).embedded > 53
+    # As `vaultmem embed` does: the int8 model is cached in the vault's cache.
+    assert embed_vault(config, LocalEmbedder(cache_dir=config.cache_dir)).embedded > 53
     return vault
 
 

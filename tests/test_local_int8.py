@@ -176,11 +176,12 @@ def test_vectors_of_the_two_models_are_stored_apart(vault: Path) -> None:
     from vaultmem.indexer import index_vault
     from vaultmem.inference.embedders import embedder_for
 
-    config = build(vault, {})
+    config = build(vault, {"embed": {"int8": True}})
     index_vault(config)
     shipped = embed_vault(config, LocalEmbedder(int8=False))
-    assert LocalEmbedder().int8  # the default: `[embed] int8 = false` runs the shipped graph
-    assert not embedder_for(build(vault, {"embed": {"int8": False}})).int8
+    # The default since issue 30: the shipped graph (`[embed] int8 = true` opts in).
+    assert not LocalEmbedder().int8
+    assert not embedder_for(build(vault, {})).int8
     configured = embedder_for(config)
     assert isinstance(configured, LocalEmbedder) and configured.int8
     assert configured.cache_dir == config.cache_dir

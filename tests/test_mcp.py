@@ -86,7 +86,9 @@ def test_every_tool_and_a_resource_over_stdio(indexed: Path) -> None:
 
         hits = _data(await client.call_tool("search", {"query": "redis cache", "limit": 3}))
         assert hits["hits"][0]["path"] == REDIS and len(hits["hits"]) == 3
-        assert set(hits["hits"][0]) == {"path", "title", "score", "line", "snippet"}
+        first = hits["hits"][0]
+        assert set(first) == {"path", "title", "score", "score_kind", "line", "snippet"}
+        assert first["score_kind"] == "bm25"
         bad = await client.call_tool("search", {"query": "redis", "limit": 0})
         assert bad.is_error and "limit must be" in _text(bad)
 

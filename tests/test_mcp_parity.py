@@ -98,7 +98,7 @@ def test_the_rest_apis_operations_are_tools(indexed: Path) -> None:
         surfaced = _data(await client.call_tool("surface", {"prompt": prompt}))
         assert surfaced == cli_surface and surfaced["notes"][0]["path"] == REDIS
         quiet = _data(await client.call_tool("surface", {"prompt": "thanks!"}))
-        assert quiet == {"context": "", "notes": []}
+        assert quiet == {"context": "", "notes": [], "reason": "acknowledgement"}
         nul = await client.call_tool("surface", {"prompt": "redis\x00"})
         assert nul.is_error and _text(nul).startswith("prompt: a NUL character")
 

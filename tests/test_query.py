@@ -375,7 +375,7 @@ def test_human_explain_shows_stages_lists_and_a_table_per_hit(
     ):
         assert needle in out
     plain = qcli("query", CACHING, "-n", "2").stdout.splitlines()
-    assert re.match(r" 1\. .+  \[.+\.md\]  \d\.\d\d$", plain[0])
+    assert re.match(r" 1\. .+  \[.+\.md\]  \d\.\d\d relevance$", plain[0])
     assert re.match(r"    \d+: ", plain[1])
 
 

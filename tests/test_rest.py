@@ -126,6 +126,9 @@ def test_search_every_mode(client: httpx.Client) -> None:
     assert semantic["hits"] and "line_end" in semantic["hits"][0]
     hybrid = _ok(client.post("/v1/search", json={"query": "why redis", "mode": "hybrid"}))
     assert hybrid["hits"]
+    # Each score says what it is: BM25F, a cosine or query's relevance (one response model).
+    for answer, kind in ((keyword, "bm25"), (semantic, "cosine"), (hybrid, "relevance")):
+        assert {hit["score_kind"] for hit in answer["hits"]} == {kind}
     infra = {"query": "rollout", "filters": {"tag": "infra"}}
     inside = _ok(client.post("/v1/search", json=infra))["hits"]
     anywhere = _ok(client.post("/v1/search", json={"query": "rollout"}))["hits"]

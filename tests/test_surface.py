@@ -78,19 +78,20 @@ def test_memory_words_force_a_lookup_even_when_short(scli: Cli) -> None:
     # Searched whole, as `query` searches it ("what did we decide" routes decisions first).
     assert forced.reason == "" and forced.forced and forced.text == "remember redis?"
     assert "decisions/Redis for caching.md" in paths(surfaced(scli, "remember redis?"))
-    assert surfaced(scli, "redis") == {"context": "", "notes": []}
+    assert surfaced(scli, "redis") == {"context": "", "notes": [], "reason": "too short"}
 
 
 def test_off_topic_prompts_inject_nothing(scli: Cli) -> None:
     for prompt in OFF_TOPIC:
         result = scli("surface", prompt)
         assert result.stdout == "", prompt
-        assert surfaced(scli, prompt) == {"context": "", "notes": []}, prompt
+        out = surfaced(scli, prompt)
+        assert out["context"] == "" and out["notes"] == [] and out["reason"], prompt
 
 
 def test_a_relevant_prompt_gets_a_block_and_the_json_shape(scli: Cli) -> None:
     out = surfaced(scli, REDIS)
-    assert set(out) == {"context", "notes"}
+    assert set(out) == {"context", "notes", "reason"} and out["reason"] == ""
     assert paths(out)[0] == "decisions/Redis for caching.md"
     for note in out["notes"]:
         assert set(note) == {"path", "title", "score", "line"}
@@ -137,7 +138,8 @@ def test_each_note_once_per_session_and_no_repeat_within_ten_minutes(
     assert "decisions/Redis for caching.md" in paths(first)
     # The same prompt again within 10 minutes: nothing.
     monkeypatch.setenv("VAULTMEM_NOW", "2026-11-20T10:09:00Z")
-    assert surfaced(scli, REDIS, "--session", "s1") == {"context": "", "notes": []}
+    repeated = surfaced(scli, REDIS, "--session", "s1")
+    assert repeated == {"context": "", "notes": [], "reason": "same prompt within 10 minutes"}
     # Later, the prompt is searched again, but the notes already shown stay out.
     monkeypatch.setenv("VAULTMEM_NOW", "2026-11-20T10:11:00Z")
     again = surfaced(scli, REDIS, "--session", "s1")

@@ -64,7 +64,7 @@ def test_vsearch_filters_and_human_output(vcli: Cli) -> None:
     assert typed and all(h["type"] == "antipattern" for h in typed)
     out = vcli("vsearch", "flaky tests", "-n", "2", *PLAIN).stdout
     first = vcli.json_lines("vsearch", "flaky tests", "-n", "1", *PLAIN)[0]
-    assert out.startswith(f" 1. {first['title']}  [{first['path']}]  {first['score']:.2f}\n")
+    assert out.startswith(f" 1. {first['title']}  [{first['path']}]  {first['score']:.2f} cosine\n")
     assert "\n 2. " in out
 
 

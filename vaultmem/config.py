@@ -49,10 +49,11 @@ class RoleConfig:
     max_chars: int = 2000
     dimensions: int | None = None
     input_type_style: str = "auto"  # the embed role's only (INPUT_TYPE_STYLES)
-    # The embed role's only: the in-process model computes in int8 (2.05x the fragments
-    # per CPU-second, dev vsearch MRR@10 0.837 as the shipped graph's; needs onnx, a
-    # dependency). False runs the shipped graph as it is.
-    int8: bool = True
+    # The embed role's only: True runs the in-process model's int8-compute copy (2.05x
+    # the fragments per CPU-second; needs onnx, a dependency). Off by default since issue
+    # 30: it cost 0.015 MRR@10 on example-vault and on the documentation corpus against
+    # the shipped graph (BENCHMARKS.md), over the 0.003 it was allowed.
+    int8: bool = False
 
     def __repr__(self) -> str:
         # Keys must never reach logs or tracebacks, repr included.

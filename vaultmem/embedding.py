@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from vaultmem.atomic import atomic_write
 from vaultmem.config import Config
-from vaultmem.errors import EndpointError, IndexStateError, NoteError
+from vaultmem.errors import EndpointError, IndexStateError, NoteError, VaultmemError
 from vaultmem.index import manifest as mf
 from vaultmem.index.records import (
     CHROMA_DIR,
@@ -201,6 +201,7 @@ def embed_vault(
             )
             if store_problem:  # the precise reason replaces the guess
                 healed = [h for h in healed if h != _STORE_VOID] + [store_problem]
+            _refresh_snapshot(config, embedder)
         # A note written during the sweep was re-linked under its new content: kept.
         frag_cache.save()
     return EmbedReport(
@@ -279,6 +280,23 @@ def _sweep(
         return done, len(orphans), healed
     finally:
         store.close()
+
+
+def _refresh_snapshot(config: Config, embedder: Embedder) -> None:
+    """File the flat snapshot of what the sweep left, so that the next one-shot read (a
+    `vsearch`, a hook's prompt) needs no Chroma; a snapshot that cannot be built now is
+    built by the first reader, as before."""
+    if config.chroma.host:
+        return  # a Chroma server has no snapshot
+    from vaultmem.index.vector_reads import StoredVectors
+
+    try:
+        with StoredVectors.open(
+            config.cache_dir, embedder.model_id, embedder.dimension, config.chroma
+        ) as reader:
+            reader.count()
+    except VaultmemError:
+        return
 
 
 def _open_store(config: Config, embedder: Embedder) -> tuple[VectorStore, set[str], str]:

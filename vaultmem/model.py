@@ -162,6 +162,7 @@ class Hit:
     line_end: int | None = None  # vector hits: the last line of the matching fragment
     review: bool = False  # in the decay danger zone: using it would reinforce a fading memory
     date: str | None = None  # `query`'s when route: the ISO date the note stands for
+    score_kind: str = ""  # what ``score`` is: one of SCORE_KINDS
 
     def as_json(self) -> dict[str, object]:
         """The ``--json`` shape: one object per line (``date`` only when there is one)."""
@@ -172,6 +173,7 @@ class Hit:
             "path": self.path,
             "title": self.title,
             "score": round(self.score, 6),
+            "score_kind": self.score_kind,
             "snippet": self.snippet,
             "line": self.line,
             "type": self.type,
@@ -182,6 +184,13 @@ class Hit:
 
 
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
+# What a hit's score is, so that no one compares a BM25F score (about 3-20 for real hits)
+# with a cosine (0.2-0.8) or `query`'s relevance (best retrieval 1, moved by the memory
+# prior): "bm25" (`search`: BM25F, moved by the prior in its own units), "cosine"
+# (`vsearch`, `similar`: the best fragment's cosine, likewise), "relevance" (`query`: the
+# fused score over the best one's, plus the prior), "share" (a search over several vaults:
+# each hit's BM25F over the most its vault could score).
+SCORE_KINDS = ("bm25", "cosine", "relevance", "share")
 # `query`'s intent routes (vaultmem.retrieval.routing); None: detected from the question.
 ROUTES = ("why", "when", "entity", "what")
 MAX_LIMIT = 1000

@@ -286,6 +286,16 @@ def recency(state: MemoryState, now: datetime) -> float:
     return recency_value(state.age(now), effective_half_life(state.half_life, state.use_count))
 
 
+def age_recency(state: MemoryState, now: datetime) -> float:
+    """How recent a note is, for a query that asks for what is recent ("latest…"):
+    :func:`recency`, except that a note that never decays is aged at the default type's
+    half-life (60 days) instead of scoring 1.0. Never decaying says a note stays true,
+    not that it is new: a pinned hub from two months ago is not "the latest".
+    """
+    half_life = state.half_life or DEFAULT_HALF_LIVES[DEFAULT_TYPE]
+    return recency_value(state.age(now), effective_half_life(half_life, state.use_count))
+
+
 def decay_value(
     delta: timedelta,
     half_life: timedelta | None,
@@ -549,9 +559,10 @@ def ranked_score(
     weight: float = PRIOR_WEIGHT,
     pinned: bool = False,
     superseded: bool = False,
+    pin_weight: float | None = None,
 ) -> float:
-    """Relevance first: ``relevance + weight·(prior − 0.5)``, plus ``weight/2`` when
-    pinned, minus ``weight`` when superseded.
+    """Relevance first: ``relevance + weight·(prior − 0.5)``, plus ``pin_weight/2`` when
+    pinned (``pin_weight`` defaults to ``weight``), minus ``weight`` when superseded.
 
     ``relevance`` is the retrieval score normalised to [0, 1] (top result = 1). A note
     therefore overtakes another only when their relevances differ by less than the
@@ -559,7 +570,7 @@ def ranked_score(
     """
     score = relevance + weight * (prior - 0.5)
     if pinned:
-        score += weight / 2
+        score += (weight if pin_weight is None else pin_weight) / 2
     if superseded:
         score -= weight
     return score

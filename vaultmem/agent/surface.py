@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from vaultmem.retrieval.query_types import Backends, Trace
 
 __all__ = [
+    "TOO_SMALL",
     "Candidate",
     "Gate",
     "SessionNotes",
@@ -65,6 +66,7 @@ __all__ = [
     "record_reinforced",
     "select",
     "session_brief",
+    "smallest_block",
     "session_record",
     "surface",
 ]
@@ -81,6 +83,8 @@ CANDIDATE_LIMIT = 6
 # say how far the best note stands out only when a list holds more than a handful.
 RETRIEVAL_DEPTH = 30
 REPEAT_WINDOW = timedelta(minutes=10)
+# The reason that starts a result no note fitted the budget of (the caller may raise it).
+TOO_SMALL = "budget too small"
 SESSION_TTL = timedelta(days=7)
 SESSION_PROMPTS = 200
 # --- values ------------------------------------------------------------------------------
@@ -153,8 +157,13 @@ class SurfaceResult:
         return estimate_tokens(self.context)
 
     def as_json(self) -> dict[str, object]:
-        """``{"context", "notes": [...]}``: what ``surface --json`` prints."""
-        return {"context": self.context, "notes": [n.as_json() for n in self.notes]}
+        """``{"context", "notes": [...], "reason"}``: what ``surface --json`` prints
+        (``reason``: why the block is empty, ``""`` when it is not)."""
+        return {
+            "context": self.context,
+            "notes": [n.as_json() for n in self.notes],
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -185,15 +194,15 @@ def estimate_tokens(text: str) -> int:
 
 
 def cheap_backends(config: Config, vectors: bool | None) -> Backends:
-    """BM25 only, unless vectors are cheap: an endpoint embedder (one request), or asked for.
-
-    The in-process MiniLM costs ~0.25 s to load per process, so it runs only on request.
+    """BM25, plus vectors when asked for (``vectors`` True) or when they are cheap: an
+    endpoint embedder (one request), or the in-process MiniLM when it can run without
+    Chroma and without deriving its int8 model (the flat snapshot of the vectors is
+    current and the model is cached: the embed sweep leaves both). A prompt then pays for
+    loading the model and embedding it (BENCHMARKS.md: the hook's latency in process).
     """
     from vaultmem.retrieval.query_types import Backends
 
     if vectors is False or config.embedder == "none":
-        return Backends()
-    if vectors is None and config.embedder != "endpoint":
         return Backends()
     from vaultmem.errors import ConfigError, EndpointError
     from vaultmem.index.records import read_record, record_path
@@ -205,7 +214,20 @@ def cheap_backends(config: Config, vectors: bool | None) -> Backends:
         return Backends()
     if embedder is None or not read_record(record_path(config.cache_dir, embedder.model_id)):
         return Backends()
+    if vectors is None and config.embedder != "endpoint" and not _local_is_cheap(config, embedder):
+        return Backends()
     return Backends(embedder=embedder)
+
+
+def _local_is_cheap(config: Config, embedder: Any) -> bool:
+    """Whether the in-process model reads its vectors from a current flat snapshot (no
+    Chroma) and loads without deriving anything."""
+    if config.chroma.host or not getattr(embedder, "ready", lambda: False)():
+        return False
+    from vaultmem.index.vector_snapshot import filed
+    from vaultmem.index.vectors import collection_name
+
+    return filed(config.cache_dir, collection_name(embedder.model_id, embedder.dimension))
 
 
 def _excluded(entry: Any, now: datetime) -> bool:
@@ -299,6 +321,8 @@ def _escape(text: str) -> str:
 
 def _long_snippet(config: Config, found: Candidate) -> str:
     """The hit's line and what follows it, up to LONG_SNIPPET_CHARS, as one line."""
+    from vaultmem.retrieval.snippets import is_tag_line
+
     hit = found.hit
     lines = (found.text or _note_text(config, hit.path)).splitlines()
     start = max(hit.line, 1) - 1
@@ -306,6 +330,8 @@ def _long_snippet(config: Config, found: Candidate) -> str:
     words: list[str] = []
     size = 0
     for raw in lines[start:end]:
+        if is_tag_line(raw):
+            continue  # the note's tags say nothing the title does not
         for word in raw.split():
             if size + len(word) + 1 > LONG_SNIPPET_CHARS:
                 return " ".join(words) + " …"
@@ -328,7 +354,13 @@ def _entries(config: Config, chosen: Sequence[Candidate]) -> list[tuple[dict[str
         if rank < LONG_SNIPPET_NOTES and clearly:
             snippet = _long_snippet(config, c)
         long = {**short, "snippet": _escape(snippet)}
-        out.append((long, {**short, "snippet": ""}) if snippet else ({**short, "snippet": ""},))
+        # The last resort, for the smallest budgets: title and path, no line.
+        compact = {**short, "line": 0, "snippet": ""}
+        out.append(
+            (long, {**short, "snippet": ""}, compact)
+            if snippet
+            else ({**short, "snippet": ""}, compact)
+        )
     return out
 
 
@@ -338,8 +370,8 @@ def build_block(
     """The ``<vault-context>`` block within ``budget`` tokens and the notes it holds,
     rendered from the ``context.j2`` template (overridable per vault).
 
-    Filled best first: the long form of a note when it fits, else its title and path,
-    else nothing more.
+    Filled best first: the long form of a note when it fits, else its title, path and
+    line, else its title and path, else nothing more.
     """
     from vaultmem.prompts import compiled
 
@@ -360,6 +392,14 @@ def build_block(
     if not kept:
         return "", []
     return block.rstrip("\n"), kept
+
+
+def smallest_block(config: Config, first: Candidate) -> int:
+    """The tokens of the smallest block that holds ``first``: its title and path alone."""
+    from vaultmem.prompts import compiled
+
+    form = _entries(config, [first])[0][-1]
+    return estimate_tokens(compiled(config, CONTEXT_TEMPLATE)(notes=[form]).rstrip("\n"))
 
 
 # --- session record and log --------------------------------------------------------------
@@ -494,9 +534,12 @@ def _surface(
         make_cache(config.cache_dir)
         _save_session(spath, record)
     if not kept:
-        why = "nothing clearly relevant" if not spoken else "budget too small"
+        why = "nothing clearly relevant"
         if spoken and not chosen:
             why = "already surfaced in this session"
+        elif chosen:
+            need = smallest_block(config, chosen[0])
+            why = f"{TOO_SMALL}: {budget} tokens, the first note needs {need}"
         return SurfaceResult("", (), why)
     notes = tuple(SurfacedNote(c.hit.path, c.hit.title, c.coverage, c.hit.line) for c in kept)
     return SurfaceResult(context, notes, "")

@@ -99,6 +99,7 @@ class VaultHit:
             "vault": self.vault,
             **self.hit.as_json(),
             "score": round(self.score, 6),
+            "score_kind": "share",
             "vault_score": round(self.hit.score, 6),
         }
 

@@ -28,13 +28,15 @@ def surface(
     ),
     profile: str = profile_option(),
     json_out: bool = typer.Option(
-        False, "--json", help='One object: {"context": ..., "notes": [{path, title, score, line}]}.'
+        False,
+        "--json",
+        help='One object: {"context", "notes": [{path, title, score, line}], "reason"}.',
     ),
     vectors: bool = typer.Option(
         None,
         "--vectors/--no-vectors",
-        help="Search vectors too (default: only with an embedding endpoint; the in-process "
-        "model costs ~0.25 s to load).",
+        help="Search vectors too (default: when cheap: an embedding endpoint, or the local "
+        "model once `embed` has left its vectors' snapshot and model in the cache).",
         show_default=False,
     ),
 ) -> None:
@@ -54,7 +56,7 @@ def surface(
         vaultmem --vault example-vault surface "why did we move sessions to Redis?" --session s1
     """
     from vaultmem import api
-    from vaultmem.agent.surface import SurfaceRequest
+    from vaultmem.agent.surface import TOO_SMALL, SurfaceRequest
 
     text = sys.stdin.read() if prompt == "-" else prompt
     request = SurfaceRequest(text, session=session, budget=budget, vectors=vectors, profile=profile)
@@ -63,3 +65,6 @@ def surface(
         typer.echo(json.dumps(result.as_json(), ensure_ascii=False))
     elif result.context:
         typer.echo(result.context)
+    elif result.reason.startswith(TOO_SMALL):
+        # Abstaining is silent; a budget no note fits is the caller's to fix: say so.
+        typer.echo(f"vaultmem: nothing surfaced: {result.reason}; raise --budget", err=True)

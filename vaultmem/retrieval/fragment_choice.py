@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from vaultmem.config import Config
 from vaultmem.errors import NoteError
 from vaultmem.index.analysis import analyse
-from vaultmem.retrieval.snippets import MAX_SNIPPET, best_line
+from vaultmem.retrieval.snippets import MAX_SNIPPET, best_line, is_tag_line
 
 if TYPE_CHECKING:
     from vaultmem.index.manifest import Entry
@@ -128,7 +128,7 @@ def fragment_snippet(
     window = lines[: frag.end_line]
     best = best_line(window, terms, first_line=frag.start_line)
     raw = window[best.line - 1] if 0 < best.line <= len(window) else ""
-    if set(analyse(raw)) & set(terms):
+    if set(analyse(raw)) & set(terms) and not is_tag_line(raw):
         return best.text, best.line, best.line
     # No query word in the fragment (a paraphrase hit): show its words, as vsearch does.
     span = [ln for ln in lines[frag.start_line - 1 : frag.end_line] if ln.strip()]

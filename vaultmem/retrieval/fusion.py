@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -31,9 +31,11 @@ __all__ = [
     "BLEND_TAIL_WEIGHT",
     "BM25_SATURATION_K",
     "CANDIDATE_LIMIT",
+    "INTENT_WEIGHT",
     "MMR_THRESHOLD",
     "BM25_LIST_WEIGHT",
     "LEAD_KEYWORD_WEIGHT",
+    "LEAD_POOL_WEIGHT",
     "LEAD_VECTOR_WEIGHT",
     "STRONG_SIGNAL_GAP",
     "STRONG_SIGNAL_SCORE",
@@ -46,10 +48,12 @@ __all__ = [
     "bm25_confidence",
     "candidates",
     "jaccard",
+    "keep_below",
     "lifts",
     "list_scale",
     "mmr_demote",
     "normalise",
+    "pool_lead",
     "position_weight",
     "strong_signal",
     "zscore_fuse",
@@ -76,6 +80,9 @@ LEAD_VECTOR_WEIGHT = 1.0
 LEAD_KEYWORD_WEIGHT = 1.0
 # An expansion variant's lists weigh this share of the original query's.
 VARIANT_SHARE = 0.5
+# The lists of the query steered by ``--intent`` (its words after the query's): the
+# searcher said what they are after, so these weigh as an original list, not a variant.
+INTENT_WEIGHT = 1.0
 CANDIDATE_LIMIT = 30
 
 # (last position of the band, retrieval weight). Positions are 1-based.
@@ -93,6 +100,13 @@ _WORD = re.compile(r"\w+")
 
 T = TypeVar("T")
 
+
+# A note's vector score in `vsearch`: its best fragment's cosine pooled with its lead's
+# (the fragment that opens it). Tuned offline on the tune halves (benchmarks/
+# tune_fragments.py, BENCHMARKS.md): lead share 0.3 lifted MiniLM MRR@10 from 0.837 to
+# 0.865 on the man-page dev split, 0.794 to 0.809 on the docs tune half, and left
+# example-vault where it was (0.2: +0.015 / +0.029 / -0.015; 0.4: +0.031 / -0.021 / 0).
+LEAD_POOL_WEIGHT = 0.3
 
 # --- normalisation and the strong-signal bypass ----------------------------------------
 
@@ -269,6 +283,14 @@ def zscore_fuse(lists: Sequence[ScoredList]) -> list[tuple[str, float]]:
     return fused
 
 
+def pool_lead(best: float, lead: float, weight: float = LEAD_POOL_WEIGHT) -> float:
+    """A note's vector score from its best fragment's cosine and its lead's:
+    ``(1 − w)·best + w·lead``. The lead is one of the note's fragments, so
+    ``lead ≤ best`` and the pooled score is at most the best: 0.6 and 0.4 at w = 0.3 →
+    0.54; a note whose best fragment is its lead keeps its cosine."""
+    return (1.0 - weight) * best + weight * min(lead, best)
+
+
 def candidates(fused: Sequence[T], limit: int = CANDIDATE_LIMIT) -> list[T]:
     """The first ``limit`` fused results: the set the reranker sees (SPEC default 30)."""
     if limit < 0:
@@ -393,3 +415,12 @@ def mmr_demote(
         else:
             kept.append((doc, score))
     return kept + demoted
+
+
+def keep_below(
+    items: Sequence[tuple[str, float]], below: Collection[str]
+) -> list[tuple[str, float]]:
+    """``items`` (``(id, score)`` pairs) with the ids in ``below`` moved after the rest,
+    each group in its order: what MMR set aside stays set aside through the stages that
+    reorder by score after it (the memory prior, an intent route)."""
+    return [i for i in items if i[0] not in below] + [i for i in items if i[0] in below]

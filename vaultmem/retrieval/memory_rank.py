@@ -36,7 +36,7 @@ memory that is about to fade. Every danger-zone result is marked ``review``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache
@@ -187,7 +187,10 @@ def _score(
         return Ranked(
             path, relevance, relevance, 0.5, retrieval=retrieval, position=position, scale=scale
         )
-    recency = scores.recency(memory.state, options.now)
+    # A query for what is recent weighs how recent a note is, not whether it decays; a
+    # pin still counts at the prior's own weight, not at the raised one.
+    age = scores.age_recency if recent else scores.recency
+    recency = age(memory.state, options.now)
     confidence = memory.effective_confidence(options.now)
     prior = scores.memory_prior(recency, confidence, memory.quality, recency_query=recent)
     superseded = memory.status == "superseded" or bool(memory.superseded_by)
@@ -195,7 +198,12 @@ def _score(
     if recent and weight > 0:
         weight = max(weight, scores.RECENCY_QUERY_WEIGHT)
     final = scores.ranked_score(
-        relevance, prior, weight=weight, pinned=memory.pinned, superseded=superseded
+        relevance,
+        prior,
+        weight=weight,
+        pinned=memory.pinned,
+        superseded=superseded,
+        pin_weight=options.weight,
     )
     return Ranked(
         path,
@@ -412,6 +420,7 @@ def rank(
     limit: int,
     terms: QueryTerms | None = None,
     alike: Callable[[str, str], bool] | None = None,
+    below: Collection[str] = (),
 ) -> list[Ranked]:
     """Re-rank ``ranked`` (best first, any score scale) with the notes' memory state.
 
@@ -419,7 +428,9 @@ def rank(
     :meth:`LexicalIndex.entries`); a path without an entry keeps its relevance.
     ``terms``: the query's words, for listing newer versions of a memory first (None:
     that rule is off). ``alike``: whether two results are near-duplicates (then about
-    equally relevant, whatever their scores say). Returns at most ``limit`` results.
+    equally relevant, whatever their scores say). ``below``: results listed after all the
+    others whatever their scores (near-duplicates MMR set aside: the prior reorders each
+    group, never one into the other). Returns at most ``limit`` results.
 
     Example:
         >>> rank([("a.md", 12.0), ("b.md", 11.9)], entries, "cache", opts, 10)  # doctest: +SKIP
@@ -435,7 +446,9 @@ def rank(
             continue
         scored.append(_score((path, score, n + 1), relevance, scale, memory, recent, options))
     if options.weight > 0:
-        order = sorted(enumerate(scored), key=lambda item: (-item[1].score, item[0]))
+        order = sorted(
+            enumerate(scored), key=lambda item: (item[1].path in below, -item[1].score, item[0])
+        )
         scored = _below_successors([r for _, r in order], memories)
         scored = _later_contradicting_first(scored, memories, entries, alike)
         if terms is not None:

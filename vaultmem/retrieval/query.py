@@ -159,8 +159,8 @@ def query(
     stages.append(stage)
 
     lists = Lists()
-    stages.append(bm25_lists(config, index, lists, text, probe, expansion, depth, filters))
-    stages.append(vector_lists(config, backends, lists, text, expansion, depth, filters))
+    stages.append(bm25_lists(config, index, lists, text, probe, expansion, depth, filters, intent))
+    stages.append(vector_lists(config, backends, lists, text, expansion, depth, filters, intent))
 
     fused = lists.fuse()
     weights = ", ".join(f"{spec.name} {spec.weight:g}" for spec in lists.specs)
@@ -217,7 +217,7 @@ def query(
     # A route reorders more than it shows: the prior ranks the whole pool for it.
     ranked_for = options if route.name == "what" else replace(options, limit=depth)
     before_prior = _ranks(final)
-    final, memory, stage = memory_stage(config, index, final, text, ranked_for, texts)
+    final, memory, stage = memory_stage(config, index, final, text, ranked_for, texts, demoted)
     stages.append(stage)
     after_prior = {
         doc: StageScore(rank, memory[doc].score)
@@ -225,7 +225,11 @@ def query(
         if doc in memory
     }
     routed = route_stage(config, index, route, final, memory, options)
-    final = routed.order
+    # A route reorders by score: what MMR set aside stays below what it kept, unless the
+    # prior put it first as the later statement of a fact or memory (it took the place
+    # of the note it restates or contradicts).
+    took_place = {m.contradicted_by or m.newer_version for m in memory.values()}
+    final = fusion.keep_below(routed.order, demoted - took_place)
     stages.append(routed.stage)
     for doc, _ in final[: options.limit]:
         if doc not in chosen:  # reached over the graph: no retrieval list had it
@@ -249,7 +253,19 @@ def query(
         review = doc in memory and memory[doc].review
         day = routed.dates.get(doc)
         hits.append(
-            Hit(doc, title, score, snippet, line, info.type, info.status, line_end, review, day)
+            Hit(
+                doc,
+                title,
+                score,
+                snippet,
+                line,
+                info.type,
+                info.status,
+                line_end,
+                review,
+                day,
+                score_kind="relevance",
+            )
         )
         traces.append(
             Trace(

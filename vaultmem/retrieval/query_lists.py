@@ -31,6 +31,7 @@ __all__ = [
     "Lists",
     "bm25_lists",
     "confidence_detail",
+    "steering_text",
     "strong_signal_stage",
     "vector_lists",
 ]
@@ -86,6 +87,15 @@ class Lists:
         )
 
 
+def steering_text(text: str, intent: str) -> str:
+    """The query with the searcher's intent after it: what the intent lists search for.
+
+    Without an LLM or a reranker the intent has no model to steer, so it steers the
+    retrieval lists themselves: a note that matches the query *and* the intent rises.
+    """
+    return f"{text}\n{intent}"[:MAX_QUERY_CHARS]
+
+
 def confidence_detail(scores: Sequence[float]) -> str:
     """The probe's top two BM25 scores with their confidence, for the stage detail."""
     ranked = sorted(scores, reverse=True)[:2]
@@ -122,13 +132,19 @@ def bm25_lists(
     expansion: Expansion | None,
     depth: int,
     filters: Filters,
+    intent: str | None = None,
 ) -> Stage:
-    """Add the BM25 lists to ``lists``: the probe, the lead field, each lexical variant."""
+    """Add the BM25 lists to ``lists``: the probe, the lead field, the query steered by the
+    intent, each lexical variant."""
     from vaultmem.retrieval.search import lexical_hits
 
     lists.add_bm25("bm25:original", text, fusion.BM25_LIST_WEIGHT, probe)
     lead = lexical_hits(config, text, limit=depth, filters=filters, index=index, lead=True)
     lists.add_bm25("bm25:lead", text, fusion.LEAD_KEYWORD_WEIGHT, lead)
+    if intent:
+        steered = steering_text(text, intent)
+        hits = lexical_hits(config, steered, limit=depth, filters=filters, index=index)
+        lists.add_bm25("bm25:intent", steered, fusion.INTENT_WEIGHT, hits)
     weight = fusion.VARIANT_SHARE * fusion.BM25_LIST_WEIGHT
     for n, variant in enumerate(expansion.lexical if expansion else (), start=1):
         hits = lexical_hits(config, variant, limit=depth, filters=filters, index=index)
@@ -145,9 +161,11 @@ def vector_lists(
     expansion: Expansion | None,
     depth: int,
     filters: Filters,
+    intent: str | None = None,
 ) -> Stage:
-    """Add the vector lists to ``lists`` (original, note lead, semantic variants,
-    hypothetical passage) in one embedding call; BM25 only when that cannot run."""
+    """Add the vector lists to ``lists`` (original, note lead, the query steered by the
+    intent, semantic variants, hypothetical passage) in one embedding call; BM25 only
+    when that cannot run."""
     embedder = backends.embedder
     if embedder is None:
         # Vectors the user turned off (or never set up) are a choice, not a degradation.
@@ -156,6 +174,8 @@ def vector_lists(
             "vectors", "off" if chosen else "skipped", f"{backends.embedder_note}: BM25 only"
         )
     queries: list[tuple[str, str, float]] = [("vec:original", text, fusion.VECTOR_LIST_WEIGHT)]
+    if intent:
+        queries.append(("vec:intent", steering_text(text, intent), fusion.INTENT_WEIGHT))
     weight = fusion.VARIANT_SHARE * fusion.VECTOR_LIST_WEIGHT
     if expansion is not None:
         for n, variant in enumerate(expansion.semantic, start=1):

@@ -9,7 +9,7 @@ returns its new order with the :class:`~vaultmem.retrieval.query_types.Stage` it
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -104,10 +104,12 @@ def memory_stage(
     text: str,
     options: QueryOptions,
     texts: Mapping[str, str],
+    demoted: Collection[str] = (),
 ) -> tuple[list[tuple[str, float]], dict[str, Ranked], Stage]:
     """The memory prior and review slots over the final order, each result scored by
     what the prior ranked it by. Near-duplicate fragments (``texts``; MMR's test) count
-    as equally relevant where two notes contradict each other."""
+    as equally relevant where two notes contradict each other; the ``demoted`` ones
+    (MMR's) stay below the rest."""
     if options.ranking is None:
         return final, {}, Stage("memory", "off", "--no-prior --no-review: retrieval order kept")
     ranking = replace(options.ranking, show_status=options.filters.status)
@@ -118,7 +120,9 @@ def memory_stage(
     def alike(a: str, b: str) -> bool:
         return fusion.jaccard(grams[a], grams[b]) > fusion.MMR_THRESHOLD
 
-    kept = memory_rank.rank(final, entries, text, ranking, options.limit, versions, alike)
+    kept = memory_rank.rank(
+        final, entries, text, ranking, options.limit, versions, alike, below=demoted
+    )
     ordered = [(r.path, r.score) for r in kept]
     return ordered, {r.path: r for r in kept}, Stage("memory", "ran", _memory_detail(kept, ranking))
 

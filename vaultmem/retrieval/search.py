@@ -107,7 +107,9 @@ def to_hits(
     hits = []
     for r in raw:
         snip = note_snippet(config.vault, r.path, terms, snippets)
-        hits.append(Hit(r.path, r.title, r.score, snip.text, snip.line, r.type, r.status))
+        hits.append(
+            Hit(r.path, r.title, r.score, snip.text, snip.line, r.type, r.status, score_kind="bm25")
+        )
     return hits
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -9,6 +10,19 @@ from dataclasses import dataclass
 from vaultmem.index.analysis import analyse
 
 MAX_SNIPPET = 200
+# A line of Obsidian tags only ("#postgres #pgbouncer"): it repeats the note's tags, so it
+# matches the query words a note is tagged with and says nothing about them.
+_TAG_LINE = re.compile(r"^\s*(?:#[^\s#][^\s]*\s*)+$")
+
+
+def is_tag_line(line: str) -> bool:
+    """Whether ``line`` holds nothing but ``#tags``.
+
+    Example:
+        >>> is_tag_line("#postgres #db/pgbouncer"), is_tag_line("# Postgres")
+        (True, False)
+    """
+    return _TAG_LINE.match(line) is not None
 
 
 @dataclass(frozen=True)
@@ -34,8 +48,9 @@ def _trim(line: str, needles: Sequence[str]) -> str:
 def best_line(lines: Sequence[str], terms: Sequence[str], *, first_line: int = 1) -> Snippet:
     """Pick the line (from ``first_line`` on) matching the most distinct query ``terms``.
 
-    ``terms`` are analysed (stemmed) query terms; ties go to the earliest line, and a note
-    with no matching line shows its first non-blank line.
+    ``terms`` are analysed (stemmed) query terms; ties go to the earliest line, a line of
+    tags only never counts as a match, and a note with no matching line shows its first
+    non-blank line.
     """
     wanted = set(terms)
     # A cheap substring test on each stem's head skips most lines before analysis.
@@ -46,10 +61,12 @@ def best_line(lines: Sequence[str], terms: Sequence[str], *, first_line: int = 1
         raw = lines[number - 1]
         if not raw.strip():
             continue
-        if fallback is None and raw.strip() not in ("---",):
+        if fallback is None and raw.strip() not in ("---",) and not is_tag_line(raw):
             fallback = number
         lower = raw.lower()
         if not any(h in lower for h in heads):
+            continue
+        if is_tag_line(raw):
             continue
         found = set(analyse(raw)) & wanted
         # A heading only repeats what the result's title line shows: a body line with as
@@ -89,7 +106,7 @@ class LineMap:
             stripped = raw.strip()
             if not stripped:
                 continue
-            if fallback is None and stripped != "---":
+            if fallback is None and stripped != "---" and not is_tag_line(raw):
                 fallback = number
             for stem in set(analyse(raw)):
                 where.setdefault(stem, []).append(number)
@@ -110,8 +127,8 @@ class LineMap:
         best: tuple[float, int] | None = None
         for number in sorted(counts):
             lower = self.lowered[number - 1]
-            if not any(h in lower for h in heads):
-                continue  # best_line's cheap pre-test skips such a line: so does this
+            if not any(h in lower for h in heads) or is_tag_line(lower):
+                continue  # best_line skips such a line: so does this
             score = counts[number] - (0.5 if lower.lstrip().startswith("#") else 0.0)
             if best is None or score > best[0]:
                 best = (score, number)

@@ -19,6 +19,7 @@ from vaultmem.index.records import FragmentRef, fragment_map
 from vaultmem.inference.base import Embedder
 from vaultmem.markdown import expand_tag
 from vaultmem.model import HIDDEN_STATUSES, Filters, Hit, has_words
+from vaultmem.retrieval import fusion
 from vaultmem.retrieval.memory_rank import RankingOptions, rank_hits
 from vaultmem.retrieval.search import RANKING_DEPTH, passes_outside_index, version_terms
 from vaultmem.retrieval.snippets import MAX_SNIPPET
@@ -62,6 +63,7 @@ class _Index:
     manifest: mf.Manifest
     owners: dict[str, list[tuple[str, FragmentRef]]]
     leads: dict[str, tuple[str, ...]]  # fragment hash → the notes it opens
+    lead_of: dict[str, str]  # note path → the hash of the fragment that opens it
 
 
 def _leads(owners: Mapping[str, list[tuple[str, FragmentRef]]]) -> dict[str, tuple[str, ...]]:
@@ -84,7 +86,9 @@ def _load(config: Config, embedder: Embedder) -> _Index:
     owners = fragment_map(config, embedder.max_chars, manifest)
     if not owners:
         raise IndexStateError(f"no vectors for model {embedder.model_id} yet: run `vaultmem embed`")
-    return _Index(manifest, owners, _leads(owners))
+    leads = _leads(owners)
+    lead_of = {path: digest for digest, paths in leads.items() for path in paths}
+    return _Index(manifest, owners, leads, lead_of)
 
 
 def _no_vectors(model_id: str, models: list[tuple[str, int, int]]) -> str:
@@ -205,17 +209,47 @@ class VectorIndex:
         filters: Filters = Filters(),
         ranking: RankingOptions | None = None,
     ) -> list[Hit]:
-        """The notes nearest ``vector`` with their snippets, re-ranked with memory signals
-        when ``ranking``."""
-        if ranking is None:
-            hits = self.nearest_many([vector], limit=limit, filters=filters)[0]
-            return with_snippets(self.config, hits)
+        """The notes nearest ``vector`` with their snippets, each scored by its best
+        fragment pooled with its lead (:meth:`with_leads`), re-ranked with memory signals
+        when ``ranking``.
+
+        The prior reads each note's relevance as its height above the lowest of the
+        ``RANKING_DEPTH`` notes looked at, over the best's: cosines of one query sit
+        close together (0.25-0.6), so a share of the best one's (as for BM25) would
+        let a bounded prior of 0.2 overturn most of them.
+        """
         depth = max(limit * 3, RANKING_DEPTH)
-        hits = self.nearest_many([vector], limit=depth, filters=filters)[0]
+        hits = self.with_leads(vector, self.nearest_many([vector], limit=depth, filters=filters)[0])
+        if ranking is None:
+            return with_snippets(self.config, hits[:limit])
+        floor = min((h.score for h in hits), default=0.0)
         options = replace(ranking, show_status=filters.status)
         versions = version_terms(self.config, text, None)
-        ranked = rank_hits(hits, self.entries, text, options, limit, versions)
-        return with_snippets(self.config, ranked)
+        above = [replace(h, score=h.score - floor) for h in hits]
+        ranked = rank_hits(above, self.entries, text, options, limit, versions)
+        return with_snippets(self.config, [replace(h, score=h.score + floor) for h in ranked])
+
+    def with_leads(self, vector: Sequence[float], hits: Sequence[Hit]) -> list[Hit]:
+        """``hits`` (one query's, best fragment first) each scored by its best fragment's
+        cosine pooled with its lead's, the fragment that opens the note
+        (:func:`fusion.pool_lead`), best first. The lead says what the whole note is
+        about; the best fragment alone rewards a note that mentions the query once."""
+        import numpy as np
+
+        leads = {h.path: self._idx.lead_of[h.path] for h in hits if h.path in self._idx.lead_of}
+        stored = self._store.vectors(set(leads.values()))
+        query = np.asarray(vector, dtype=np.float32)
+        query /= np.linalg.norm(query) or 1.0
+        pooled = []
+        for hit in hits:
+            lead = stored.get(leads.get(hit.path, ""))
+            if lead is None:
+                pooled.append(hit)
+                continue
+            row = np.asarray(lead, dtype=np.float32)
+            cosine = float(row @ query) / (float(np.linalg.norm(row)) or 1.0)
+            pooled.append(replace(hit, score=fusion.pool_lead(hit.score, cosine)))
+        return sorted(pooled, key=lambda h: -h.score)
 
     def note_vectors(self, path: str) -> list[list[float]]:
         """The stored vectors of every fragment of the note at ``path``."""
@@ -317,6 +351,7 @@ def _group(
                     entry.type,
                     entry.status,
                     ref.end_line,
+                    score_kind="cosine",
                 )
             )
             if len(hits) >= limit:

@@ -203,6 +203,7 @@ def _hit(hit: Hit) -> dict[str, object]:
         "path": hit.path,
         "title": hit.title,
         "score": round(hit.score, 3),
+        "score_kind": hit.score_kind,
         "line": hit.line,
         "snippet": hit.snippet,
     }
