@@ -333,7 +333,7 @@ def window_timeline(
     entries = _rows(config)
     if not entries and mf.read_state(config.cache_dir).last_index is None:
         # A window reads only the index: "no events" would hide why.
-        raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+        raise mf.not_indexed()
     events = [e for row in entries.values() for e in _entry_events(row, "", since, until)]
     commits = _span_log(config.vault, since, until, git_timeout)
     for commit in commits or ():

@@ -561,6 +561,12 @@ def get_entry(cache_dir: Path, path: str) -> Entry | None:
     return read(cache_dir, None, lambda store: store.get(path))
 
 
+def not_indexed() -> IndexStateError:
+    """The one error for a vault `index` never ran on (an indexed vault with no notes is
+    not one: it answers every search with nothing)."""
+    return IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+
+
 def read_state(cache_dir: Path) -> State:
     """The meta row alone (defaults when never indexed): what a reader needs to open."""
     return read(cache_dir, State(), Store.state)

@@ -170,6 +170,10 @@ def vector_lists(
     if backends.vectors is None and not read_record(
         record_path(config.cache_dir, embedder.model_id)
     ):
+        from vaultmem.index import manifest as mf
+
+        if not mf.read(config.cache_dir, 0, mf.Store.count):
+            return Stage("vectors", "off", "the vault has no notes yet")  # nothing to embed
         why = f"no vectors for model {embedder.model_id} yet: run `vaultmem embed`"
         return Stage("vectors", "skipped", f"{why}: BM25 only")
     texts = [q[:MAX_QUERY_CHARS] for _, q, _ in queries]
