@@ -27,6 +27,13 @@ def _run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None)
         os.chdir(here)
 
 
+def _user_config(text: str) -> Path:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "vaultmem" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+    return path
+
+
 # --- 1. a new, empty vault ---------------------------------------------------------------
 
 
@@ -62,3 +69,57 @@ def test_a_vault_never_indexed_still_says_so(tmp_path: Path) -> None:
     for command in (["embed"], ["search", "alpha"]):
         done = _run("--vault", str(new), *command)
         assert done.exit_code == 1 and "not indexed yet" in done.stderr, done.output
+
+
+# --- 2. the stale hint speaks of notes only ------------------------------------------------
+
+
+def _stale_line(cli: Cli) -> str:
+    return next((x for x in cli("search", "redis").stderr.splitlines() if "changed since" in x), "")
+
+
+def test_the_stale_hint_ignores_files_that_are_not_notes(cli: Cli, vault: Path) -> None:
+    cli("index")
+    assert _stale_line(cli) == ""
+    # What a new user does first: edit the config (an editor saves by renaming), git init.
+    config = vault / ".vaultmem.toml"
+    config.with_name(".vaultmem.toml.tmp").write_text('[collections.ops]\npath = "ops"\n')
+    os.replace(config.with_name(".vaultmem.toml.tmp"), config)
+    (vault / ".git").mkdir()
+    (vault / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (vault / "decisions" / ".Redis for caching.md.swp").write_bytes(b"\0swap")
+    (vault / "empty-folder").mkdir()
+    assert _stale_line(cli) == ""
+    (vault / ".git" / "HEAD").unlink()
+    (vault / ".git").rmdir()
+    assert _stale_line(cli) == ""
+    # A note added, or one put in a new folder, still speaks.
+    (vault / "empty-folder" / "new.md").write_text("# New\n\nredis\n", "utf-8")
+    assert "./" in _stale_line(cli)
+    cli("index")
+    (vault / "decisions" / "Another.md").write_text("# Another\n", "utf-8")
+    assert "decisions/" in _stale_line(cli)
+    cli("index")
+    (vault / "decisions" / "Another.md").unlink()
+    assert "decisions/" in _stale_line(cli)
+
+
+def test_a_note_index_skipped_is_not_stale_until_it_changes(cli: Cli, vault: Path) -> None:
+    broken = vault / "inbox" / "broken.md"
+    broken.write_text("---\ntitle: [unclosed\n---\nbody\n", "utf-8")
+    done = cli("index")
+    assert "1 skipped" in done.stdout and "inbox/broken.md" in done.stderr
+    status = cli.json_lines("status")[0]
+    assert (status["stale"], status["new"], status["skipped"]) == (0, 0, 1)
+    assert "skipped:      1" in cli("status").stdout
+    assert _stale_line(cli) == ""
+    _user_config(f'[vaults]\nv = "{vault}"\n')
+    (listed,) = [json.loads(x) for x in cli("vaults", "--json").stdout.splitlines()]
+    assert (listed["index"], listed["stale"]) == ("fresh", 0)
+    broken.write_text("---\ntitle: [still unclosed\n---\nbody, edited\n", "utf-8")
+    status = cli.json_lines("status")[0]
+    assert (status["stale"], status["new"], status["skipped"]) == (1, 1, 0)
+    broken.write_text("---\ntitle: Mended\n---\nbody\n", "utf-8")
+    cli("index")
+    status = cli.json_lines("status")[0]
+    assert (status["stale"], status["skipped"], status["indexed"]) == (0, 0, 54)

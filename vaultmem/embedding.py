@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from vaultmem.atomic import atomic_write
 from vaultmem.config import Config
-from vaultmem.errors import EndpointError, IndexStateError, NoteError
+from vaultmem.errors import EndpointError, NoteError
 from vaultmem.index import manifest as mf
 from vaultmem.index.records import (
     CHROMA_DIR,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from vaultmem.config import Config
-from vaultmem.errors import IndexStateError, RequestError
+from vaultmem.errors import RequestError
 from vaultmem.index import manifest as mf
 from vaultmem.memory_state import parse_time
 from vaultmem.model import check_limit, check_text

@@ -3,6 +3,7 @@ by name (get, list, links, timeline, status). Each takes its vault's lock."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -202,13 +203,25 @@ def index_changes(vault: OpenVault) -> tuple[str, ...]:
         ('inbox/',)
     """
     from vaultmem.index import manifest as mf
-    from vaultmem.index.stamps import Stamps, changes
+    from vaultmem.index.stamps import Stamps, changes, confirmed
+    from vaultmem.vault import NoteRules
 
+    config = vault.config
     try:
-        recorded = mf.read_state(vault.config.cache_dir).stamps
+        state = mf.read_state(config.cache_dir)
+        stamps = Stamps.parse(state.stamps)
+        found = changes(stamps, config.vault)
+        if not found or stamps is None:
+            return found
+        failed = [posixpath.split(p) for p in state.skipped_notes()]
+
+        def known(folder: str) -> set[str]:
+            indexed = mf.read(config.cache_dir, set(), lambda store: store.names_in(folder))
+            return indexed | {name for where, name in failed if where == folder}
+
+        return confirmed(found, NoteRules(config), stamps.folders, known)
     except VaultmemError:
         return ()
-    return changes(Stamps.parse(recorded), vault.config.vault)
 
 
 def surface(vault: OpenVault, request: SurfaceRequest, *, now: datetime) -> SurfaceResult:
