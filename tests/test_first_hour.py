@@ -123,3 +123,61 @@ def test_a_note_index_skipped_is_not_stale_until_it_changes(cli: Cli, vault: Pat
     cli("index")
     status = cli.json_lines("status")[0]
     assert (status["stale"], status["skipped"], status["indexed"]) == (0, 0, 54)
+
+
+# --- 3. the vault you stand in wins over default_vault ----------------------------------
+
+
+def _side_and_work(tmp_path: Path) -> tuple[Path, Path]:
+    """A `work` vault named as the default, and a `side` vault of one note."""
+    work, side = tmp_path / "work", tmp_path / "side"
+    for folder in (work, side):
+        assert _run("init", str(folder)).exit_code == 0
+    (work / "Harbour.md").write_text("# Harbour\n\nThe ferry leaves at noon.\n", "utf-8")
+    (side / "Quokka.md").write_text("# Quokka\n\nA quokka lives on Rottnest.\n", "utf-8")
+    (side / "deeper").mkdir()
+    for folder in (work, side):
+        assert _run("--vault", str(folder), "index").exit_code == 0
+    _user_config(f'default_vault = "work"\n[vaults]\nwork = "{work}"\nside = "{side}"\n')
+    return work, side
+
+
+def test_the_vault_found_upward_wins_over_default_vault(tmp_path: Path) -> None:
+    work, side = _side_and_work(tmp_path)
+    found = _run("search", "quokka", cwd=side / "deeper")
+    assert found.exit_code == 0 and "Quokka.md" in found.stdout, found.output
+    # Outside any vault, the default; --vault and $VAULTMEM_VAULT outrank the folder.
+    assert "Harbour.md" in _run("search", "ferry", cwd=tmp_path).stdout
+    assert "Harbour.md" in _run("--vault", "work", "search", "ferry", cwd=side).stdout
+    via_env = _run("search", "ferry", cwd=side, env={"VAULTMEM_VAULT": str(work)})
+    assert "Harbour.md" in via_env.stdout
+
+
+@pytest.mark.slow
+def test_the_vault_found_upward_wins_through_its_own_server(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    _work, side = _side_and_work(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "VAULTMEM_NO_SERVER"}
+
+    def vm(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "vaultmem", *args],
+            cwd=side,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    started = vm("serve", "--background", "--port", "0", "--json")
+    assert started.returncode == 0, started.stderr
+    try:
+        found = vm("search", "quokka")
+        log = (side / ".vaultmem" / "server.log").read_text()
+        assert "forwarded search" in log  # the side vault's own server answered
+        assert found.returncode == 0 and "Quokka.md" in found.stdout, found.stderr
+    finally:
+        vm("serve", "stop")

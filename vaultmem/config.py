@@ -155,19 +155,22 @@ def find_vault(start: Path) -> Path | None:
 def resolve_vault(
     flag: str | None, env: Mapping[str, str], cwd: Path, user: Mapping[str, Any]
 ) -> Path:
-    """Pick the vault: ``--vault PATH|NAME``, else ``VAULTMEM_VAULT``, else search upward."""
+    """Pick the vault: ``--vault PATH|NAME``, else ``VAULTMEM_VAULT``, else the nearest
+    vault upward from ``cwd``, else the user config's ``default_vault`` (as git finds its
+    repository: the folder you stand in wins over a configured default)."""
     named = table(user, "vaults")
     choice = flag or env.get("VAULTMEM_VAULT") or None
     if choice is None:
+        found = find_vault(cwd)
+        if found is not None:
+            return found
         choice = coerce(user.get("default_vault"), str, "default_vault")
         if choice is None:
-            found = find_vault(cwd)
-            if found is None:
-                raise ConfigError(
-                    "no vault found: pass --vault PATH, set VAULTMEM_VAULT, or run inside a "
-                    "folder with .vaultmem.toml or .obsidian/ (see `vaultmem init`)"
-                )
-            return found
+            raise ConfigError(
+                "no vault found: pass --vault PATH, set VAULTMEM_VAULT, run inside a "
+                "folder with .vaultmem.toml or .obsidian/ (see `vaultmem init`), or set "
+                "default_vault in the user config"
+            )
     if choice in named:
         choice = coerce(named[choice], str, f"vaults.{choice}")
     path = _vault_path(choice, cwd)

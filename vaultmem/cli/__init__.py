@@ -174,7 +174,8 @@ def _root(
         None,
         "--vault",
         "-V",
-        help="Vault folder or named vault (else $VAULTMEM_VAULT, else searched upward).",
+        help="Vault folder or named vault (else $VAULTMEM_VAULT, else searched upward, else "
+        "default_vault).",
         show_default=False,
     ),
     cache_dir: Path = typer.Option(

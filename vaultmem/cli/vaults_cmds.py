@@ -33,7 +33,8 @@ def vaults(
 
     The vaults are the `[vaults]` table of the user config (~/.config/vaultmem/config.toml,
     or $VAULTMEM_CONFIG); `*` marks `default_vault`, the one a command uses when neither
-    --vault nor $VAULTMEM_VAULT names one (a default given as a path is listed too). The
+    --vault nor $VAULTMEM_VAULT names one and no vault is found upward from the working
+    folder (a default given as a path is listed too). The
     index is fresh, stale (notes changed since the last `index`; how many in brackets),
     none (never indexed), missing (no such folder) or error (its configuration does not
     load). Read as `status` reads it: no note, model or vector store is opened. Any of
