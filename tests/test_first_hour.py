@@ -181,3 +181,39 @@ def test_the_vault_found_upward_wins_through_its_own_server(tmp_path: Path) -> N
         assert found.returncode == 0 and "Quokka.md" in found.stdout, found.stderr
     finally:
         vm("serve", "stop")
+
+
+# --- 4. excludes add to the defaults ---------------------------------------------------
+
+
+def _listed(vault: Path, *args: str, env: dict[str, str] | None = None) -> set[str]:
+    """The note paths `index --json` then `status` see: the notes of the walk."""
+    done = _run("--vault", str(vault), *args, "index", "--rebuild", "--json", env=env)
+    assert done.exit_code == 0, done.output
+    from vaultmem.config import load
+    from vaultmem.vault import walk_notes
+
+    merged = {**os.environ, **(env or {})}
+    flags = {"exclude": [a for a in args if a != "--exclude"] or None}
+    config = load(vault_flag=str(vault), env=merged, cwd=vault, overrides=flags)
+    return {f.path for f in walk_notes(config)}
+
+
+def test_excludes_add_to_the_defaults_and_bang_takes_one_back(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    _run("init", str(vault))
+    for rel in ("note.md", "node_modules/pkg/README.md", "build/out.md", "vendor/lib.md"):
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text("# x\n", "utf-8")
+    env = {"VAULTMEM_EXCLUDE": "build/**,vendor/**"}
+    assert _listed(vault, env=env) == {"note.md"}  # node_modules stays out
+    # The vault's config adds its own; the environment adds more; a flag takes one back.
+    (vault / ".vaultmem.toml").write_text('exclude = ["vendor/**"]\n', "utf-8")
+    assert _listed(vault) == {"note.md", "build/out.md"}
+    assert _listed(vault, env={"VAULTMEM_EXCLUDE": "build/**"}) == {"note.md"}
+    back = _listed(vault, "--exclude", "!node_modules/**", "--exclude", "!vendor/**")
+    assert back == {"note.md", "build/out.md", "node_modules/pkg/README.md", "vendor/lib.md"}
+    (vault / ".vaultmem.toml").write_text('exclude = ["!node_modules/**"]\n', "utf-8")
+    assert "node_modules/pkg/README.md" in _listed(vault)
+    status = _run("--vault", str(vault), "--exclude", "build/**", "status", "--json")
+    assert json.loads(status.stdout)["notes"] == 3  # note, node_modules' and vendor's

@@ -386,6 +386,23 @@ def _globs(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def excludes(value: Any, where: str = "exclude") -> tuple[str, ...]:
+    """The exclude globs: the defaults (:data:`DEFAULT_EXCLUDE`), then each of ``value``
+    in order: a glob is added, ``!glob`` takes that glob back out (a default included).
+
+    Example:
+        >>> excludes(["build/**", "!node_modules/**"])[-2:]
+        ('.trash/**', 'build/**')
+    """
+    out = list(DEFAULT_EXCLUDE)
+    for pattern in _globs(value, where) if value is not None else ():
+        if pattern.startswith("!"):
+            out = [p for p in out if p != pattern[1:]]
+        elif pattern and pattern not in out:
+            out.append(pattern)
+    return tuple(out)
+
+
 def _folder(value: Any, where: str, *, root_ok: bool = True) -> str:
     """A folder setting: a relative path that stays inside the vault, normalised."""
     text = coerce(value, str, where)
@@ -465,7 +482,7 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
         vault=vault,
         cache_dir=_cache_dir(vault, data.get("cache_dir")),
         include=_globs(data.get("include", list(DEFAULT_INCLUDE)), "include"),
-        exclude=_globs(data.get("exclude", list(DEFAULT_EXCLUDE)), "exclude"),
+        exclude=excludes(data.get("exclude")),
         collections=_collections(data),
         inbox_folder=_folder(folders.get("inbox", "inbox"), "folders.inbox"),
         memory_folder=_folder(folders.get("memory", "memory"), "folders.memory"),
@@ -557,12 +574,18 @@ def _layers(
     warnings += unknown_variables(env)
     layered = {k: v for k, v in user.items() if k not in USER_KEYS}
     layered = _merge(layered, vault_file)
-    layered = _merge(layered, _env_layer(env))
+    env_layer = _env_layer(env)
+    layered = _merge(layered, env_layer)
     flags: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(flags, dotted, value)
     layered = _merge(layered, flags)
+    # Excludes add up, layer after layer (each may take one back with "!glob").
+    layers = (user, vault_file, env_layer, flags)
+    added = [glob for data in layers for glob in _globs(data.get("exclude", []), "exclude")]
+    if added:
+        layered["exclude"] = added
     if not layered.get("embedder") and layered.get("embed", {}).get("url"):
         layered["embedder"] = "endpoint"
     return vault, layered, warnings

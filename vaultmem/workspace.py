@@ -18,7 +18,9 @@ VAULT_TOML = """\
 
 # Which files are notes (globs over vault-relative paths; {a,b} braces work).
 # include = ["**/*.md"]
-# exclude = [".obsidian/**", ".vaultmem/**", ".git/**", ".trash/**", "node_modules/**"]
+# Excludes add to the defaults (.obsidian, .vaultmem, .git, .trash, node_modules);
+# "!node_modules/**" takes one back.
+# exclude = ["build/**", "vendor/**"]
 
 # Keep the indexes outside the vault (for Obsidian Sync / iCloud vaults).
 # cache_dir = "~/.cache/vaultmem/my-vault"
