@@ -217,3 +217,26 @@ def test_excludes_add_to_the_defaults_and_bang_takes_one_back(tmp_path: Path) ->
     assert "node_modules/pkg/README.md" in _listed(vault)
     status = _run("--vault", str(vault), "--exclude", "build/**", "status", "--json")
     assert json.loads(status.stdout)["notes"] == 3  # note, node_modules' and vendor's
+
+
+# --- 5. hooks name the vault by its absolute path ----------------------------------------
+
+
+def test_hooks_install_writes_and_says_the_absolute_vault(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    _run("init", str(vault))
+    settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    # A hand-written (or old) hook naming the vault relative to wherever the event runs.
+    relative = {"type": "command", "command": "vaultmem --vault notes hook prompt"}
+    prompt = {"UserPromptSubmit": [{"matcher": "", "hooks": [relative]}]}
+    settings.write_text(json.dumps({"hooks": prompt}), "utf-8")
+    status = _run("hooks", "status", cwd=tmp_path)
+    assert "BROKEN" in status.stdout and "'notes' is relative" in status.stdout, status.stdout
+    done = _run("hooks", "install", "--claude", "--vault", "notes", cwd=tmp_path)
+    assert done.exit_code == 0, done.output
+    assert f"the hooks name the vault by its absolute path: {vault.resolve()}" in done.stdout
+    written = json.loads(settings.read_text("utf-8"))["hooks"]["UserPromptSubmit"]
+    (command,) = [h["command"] for g in written for h in g["hooks"]]
+    assert f"--vault {vault.resolve()} hook prompt" in command
+    assert "BROKEN" not in _run("hooks", "status", cwd=tmp_path / "notes").stdout

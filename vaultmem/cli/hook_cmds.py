@@ -358,6 +358,9 @@ def install(
         )
         if transport == "http":
             notes.append(_token_note(where.path))
+    if claude and not shared:
+        # Said, because a relative path would be looked for from each event's project.
+        notes.append(f"the hooks name the vault by its absolute path: {config.vault}")
     for change, done in writes:
         _write(change, dry_run, done)
     for note in dict.fromkeys(notes):
