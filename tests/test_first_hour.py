@@ -240,3 +240,34 @@ def test_hooks_install_writes_and_says_the_absolute_vault(tmp_path: Path) -> Non
     (command,) = [h["command"] for g in written for h in g["hooks"]]
     assert f"--vault {vault.resolve()} hook prompt" in command
     assert "BROKEN" not in _run("hooks", "status", cwd=tmp_path / "notes").stdout
+
+
+# --- 6. a name that finds no note says what it could mean --------------------------------
+
+
+@pytest.mark.parametrize("command", ["get", "touch", "forget", "pin", "links", "timeline"])
+def test_a_name_that_finds_nothing_suggests_notes(cli: Cli, command: str) -> None:
+    cli("index")
+    done = cli(command, "Redis", ok=False)
+    assert done.exit_code == 1
+    line = done.stderr.strip()
+    assert line.startswith("vaultmem: error: no note called 'Redis'; did you mean ")
+    assert "'Redis for caching'" in line and "'Redis memory at 80 percent'" in line
+    typo = cli(command, "Redis for cachng", ok=False).stderr
+    assert "did you mean 'Redis for caching'?" in typo
+    assert "(try a path, a title or an alias)" in cli(command, "zzqx", ok=False).stderr
+
+
+def test_forget_match_lists_and_acts_only_with_yes(cli: Cli, vault: Path) -> None:
+    cli("index")
+    listed = cli("forget", "--match", "redis")
+    paths = [line.split("  (")[0] for line in listed.stdout.splitlines()]
+    assert "decisions/Redis for caching.md" in paths and len(paths) >= 3
+    assert "nothing forgotten: add --yes" in listed.stderr
+    assert "status: forgotten" not in (vault / "decisions" / "Redis for caching.md").read_text()
+    done = cli.json_lines("forget", "--match", "redis", "--yes")
+    assert sorted(d["path"] for d in done) == sorted(paths)
+    assert "status: forgotten" in (vault / "decisions" / "Redis for caching.md").read_text()
+    assert cli("forget", "--match", "zzqx", ok=False).exit_code == 1
+    assert cli("forget", ok=False).exit_code == 2
+    assert cli("forget", "Harbor", "--match", "x", ok=False).exit_code == 2

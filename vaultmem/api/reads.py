@@ -34,6 +34,7 @@ __all__ = [
     "index_changes",
     "links",
     "list_notes",
+    "matching_notes",
     "ranking",
     "resolved_filters",
     "search",
@@ -316,6 +317,27 @@ class NotePage:
 
     notes: tuple[NoteName, ...]
     after: str | None
+
+
+@vault_locked
+def matching_notes(vault: OpenVault, text: str) -> tuple[NoteName, ...]:
+    """The notes whose title, an alias or path holds ``text`` (any case), those it
+    begins first: what `forget --match` offers to act on.
+
+    Example:
+        >>> [n.title for n in matching_notes(vault, "redis")][0]  # doctest: +SKIP
+        'Redis for caching'
+    """
+    from vaultmem.lookup import note_names
+    from vaultmem.model import check_text
+    from vaultmem.vault import LinkResolver
+
+    check_text(text, "match")
+    if not text.strip():
+        raise RequestError("match must be non-empty text")
+    names = note_names(vault.config, read_unindexed=True)
+    by_path = {n.path: n for n in names}
+    return tuple(by_path[p] for p in LinkResolver(names).matching(text))
 
 
 @vault_locked

@@ -76,8 +76,8 @@ def hook(
     notes, the project's latest handoff and recent decisions; pre-compact and
     session-end start `extract` and `handoff` on the transcript in a detached process
     and return at once; stop prints nothing. The vault is --vault, else $VAULTMEM_VAULT,
-    else found upward from the event's cwd (a relative --vault too), else default_vault. It never breaks the
-    agent: any failure exits 0 with no output and one line in <cache>/hooks.log
+    else found upward from the event's cwd (a relative --vault too), else default_vault.
+    It never breaks the agent: any failure exits 0 with no output and one line in <cache>/hooks.log
     (~/.cache/vaultmem/hooks.log when there is no vault); a vault it cannot open is also
     said once a session in the agent's context (by prompt or session-start). --profile
     (prompt) chooses how much surfacing says. `hooks install --claude` wires it into
