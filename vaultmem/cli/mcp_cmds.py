@@ -59,7 +59,9 @@ def mcp(
         vaultmem --vault ~/notes mcp --http --port 8766
     """
     from vaultmem.api import OpenVault
+    from vaultmem.inference.http import BREAKERS, SERVER_BREAKER_S
 
+    BREAKERS.window = SERVER_BREAKER_S  # a dead endpoint is tried again a minute later
     config = load_config(ctx)
     auth = None
     if http:

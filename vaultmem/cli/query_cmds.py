@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import typer
@@ -19,6 +20,22 @@ if TYPE_CHECKING:
 def stage_line(stage: Stage) -> str:
     """The one stderr line of a skipped or failed stage."""
     return f"vaultmem: {stage.name} skipped: {stage.detail}"
+
+
+def stage_lines(stages: Sequence[Stage]) -> list[str]:
+    """The stderr lines of the degraded stages: one a stage, but one for all the stages
+    an unreachable endpoint cost (its first failure says why)."""
+    lines, said = [], set()
+    for stage in stages:
+        if stage.endpoint in said:
+            continue
+        if stage.endpoint:
+            said.add(stage.endpoint)
+            names = [s.name for s in stages if s.endpoint == stage.endpoint]
+            lines.append(f"vaultmem: {', '.join(names)} skipped: {stage.detail}")
+        else:
+            lines.append(stage_line(stage))
+    return lines
 
 
 def _cell(score: StageScore | None) -> str:
@@ -192,8 +209,8 @@ def query(
     if not explain:
         found = run_search(ctx, request, json_out).query
         if not quiet and found is not None:
-            for stage in found.degraded:
-                typer.echo(stage_line(stage), err=True)
+            for line in stage_lines(found.degraded):
+                typer.echo(line, err=True)
         return
     result = api.search(open_vault(ctx), request, now=clock()).query
     assert result is not None
@@ -203,8 +220,8 @@ def query(
             payload = {**hit.as_json(), "explain": {**shared, **trace.as_json()}}
             typer.echo(json.dumps(payload, ensure_ascii=False))
         if not quiet:
-            for stage in result.degraded:
-                typer.echo(stage_line(stage), err=True)
+            for line in stage_lines(result.degraded):
+                typer.echo(line, err=True)
     else:
         print_explain(result)
     stale_hint(ctx)

@@ -187,7 +187,7 @@ def vector_lists(
             with opened:
                 found = opened.nearest_with_leads(vectors, limit=depth, filters=filters)
     except VaultmemError as exc:  # no vectors yet, endpoint down, store trouble
-        return Stage("vectors", "failed", f"{exc}: BM25 only")
+        return Stage("vectors", "failed", f"{exc}: BM25 only", getattr(exc, "endpoint", ""))
     for (name, query_text, weight), (hits, leads) in zip(queries, found, strict=True):
         lists.add_vec(name, query_text, weight, hits)
         if name == "vec:original":  # the note-lead list: of the original query only

@@ -344,9 +344,11 @@ def serve(
     server already runs for this cache, ConfigError for a non-loopback host without a
     token.
     """
+    from vaultmem.inference.http import BREAKERS, SERVER_BREAKER_S
     from vaultmem.servers.rest import check_bind
 
     check_bind(options.host, options.token)
+    BREAKERS.window = SERVER_BREAKER_S  # a dead endpoint is tried again a minute later
     cache_dir = make_cache(config.cache_dir)
     activity = Activity()
 
