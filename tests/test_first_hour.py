@@ -271,3 +271,38 @@ def test_forget_match_lists_and_acts_only_with_yes(cli: Cli, vault: Path) -> Non
     assert cli("forget", "--match", "zzqx", ok=False).exit_code == 1
     assert cli("forget", ok=False).exit_code == 2
     assert cli("forget", "Harbor", "--match", "x", ok=False).exit_code == 2
+
+
+# --- 8. a timeline cut to -n stays centred on its note -----------------------------------
+
+
+def test_timeline_n_centres_on_the_note_and_counts_what_it_left_out(cli: Cli) -> None:
+    cli("index")
+    every = cli.json_lines("timeline", "Redis for caching")
+    assert len(every) > 30
+    born = next(
+        i
+        for i, e in enumerate(every)
+        if e["kind"] == "created" and e["title"] == "Redis for caching"
+    )
+    assert born >= 7 and len(every) - born > 8  # events on both sides of the note
+    done = cli("timeline", "Redis for caching", "-n", "15", "--json")
+    shown = [json.loads(line) for line in done.stdout.splitlines()]
+    assert shown == every[born - 7 : born + 8]  # 7 before its creation, itself, 7 after
+    earlier, later = born - 7, len(every) - born - 8
+    assert done.stderr.strip() == f"{earlier} earlier and {later} later events not shown (-n 15)"
+    newest = cli.json_lines("timeline", "Redis for caching", "-n", "15", "--reverse")
+    assert newest == shown[::-1]
+    # A window keeps its first N in the order shown, and says how many it left.
+    window = cli("timeline", "--since", "2000-01-01", "-n", "3")
+    assert len(window.stdout.splitlines()) == 3 and "0 earlier and " in window.stderr
+
+
+@pytest.mark.parametrize("around", ["99999999d", "36501d"])
+def test_timeline_around_beyond_a_century_is_a_usage_error(cli: Cli, around: str) -> None:
+    cli("index")
+    done = cli("timeline", "Redis for caching", "--around", around, ok=False)
+    assert done.exit_code == 2, done.output
+    line = f"vaultmem: error: around: '{around}' is too long: at most 36500d (a century)"
+    assert done.stderr.strip() == line
+    assert cli("timeline", "Redis for caching", "--around", "36500d").exit_code == 0

@@ -385,20 +385,26 @@ def timeline(vault: OpenVault, request: TimelineRequest, *, now: datetime) -> Ti
     Example:
         >>> timeline(vault, TimelineRequest("Redis for caching"), now=now).events  # doctest: +SKIP
     """
-    from vaultmem.timeline import note_timeline, window_timeline
+    from vaultmem.timeline import centred, note_timeline, window_timeline
 
     config = vault.config
     since, until = request.window(now)
     if request.note is None:
         found = window_timeline(config, since, until or now)
-    else:
-        from vaultmem.lookup import resolve
+        events = list(found.events[::-1] if request.newest_first else found.events)
+        shown = events[: request.limit]
+        cut = len(events) - len(shown)
+        left_out = {"earlier": cut} if request.newest_first else {"later": cut}
+        return replace(found, events=tuple(shown), **left_out)
+    from vaultmem.lookup import resolve
 
-        around = request.around_span()
-        path = resolve(config, request.note)
-        found = note_timeline(config, path, around=around, since=since, until=until)
-    events = found.events[::-1] if request.newest_first else found.events
-    return replace(found, events=events[: request.limit])
+    around = request.around_span()
+    path = resolve(config, request.note)
+    found = note_timeline(config, path, around=around, since=since, until=until)
+    limit = request.limit if request.limit is not None else len(found.events)
+    kept, earlier, later = centred(found.events, path, limit)
+    shown = kept[::-1] if request.newest_first else kept
+    return replace(found, events=tuple(shown), earlier=earlier, later=later)
 
 
 @vault_locked
