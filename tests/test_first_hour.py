@@ -306,3 +306,41 @@ def test_timeline_around_beyond_a_century_is_a_usage_error(cli: Cli, around: str
     line = f"vaultmem: error: around: '{around}' is too long: at most 36500d (a century)"
     assert done.stderr.strip() == line
     assert cli("timeline", "Redis for caching", "--around", "36500d").exit_code == 0
+
+
+# --- 9. the rules-mode handoff files each line under its label ---------------------------
+
+REPLY = """I moved the sessions to Redis db 2 with a 14-day TTL.
+
+**Learned:** the in-process cache dropped every session on deploy.
+Turns out Memcached evicted them under memory pressure too.
+
+Next step: run the k6 login test on staging.
+
+## Next steps
+- deploy to production
+- watch the login error rate
+"""
+
+
+def test_the_rules_handoff_files_next_steps_and_learned(cli: Cli, vault: Path) -> None:
+    transcript = vault.parent / "session.md"
+    transcript.write_text(
+        f"**User:** Move the sessions off the in-process cache.\n\n**Assistant:** {REPLY}",
+        "utf-8",
+    )
+    done = json.loads(cli("handoff", str(transcript), "--project", "harbor", "--json").stdout)
+    assert done["mode"] == "rules"
+    assert done["done"] == ["I moved the sessions to Redis db 2 with a 14-day TTL."]
+    assert done["learned"] == [
+        "the in-process cache dropped every session on deploy.",
+        "Turns out Memcached evicted them under memory pressure too.",
+    ]
+    assert done["next_steps"] == [
+        "run the k6 login test on staging.",
+        "deploy to production",
+        "watch the login error rate",
+    ]
+    body = (vault / done["path"]).read_text("utf-8")
+    learned = body.split("## Learned\n", 1)[1].split("\n## ", 1)[0]
+    assert "- the in-process cache dropped every session on deploy." in learned
