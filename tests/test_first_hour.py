@@ -344,3 +344,44 @@ def test_the_rules_handoff_files_next_steps_and_learned(cli: Cli, vault: Path) -
     body = (vault / done["path"]).read_text("utf-8")
     learned = body.split("## Learned\n", 1)[1].split("\n## ", 1)[0]
     assert "- the in-process cache dropped every session on deploy." in learned
+
+
+# --- 10. output details: columns by display width, merges named like memories ----------------
+
+
+def _cells(text: str) -> int:
+    """Terminal cells, measured independently of the code under test."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def test_review_aligns_columns_by_display_width(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    _run("init", str(vault))
+    for name, title in (("渡辺さんのメモ", "Watanabe"), ("plain-ascii-name", "Plain")):
+        note = f"---\ntitle: {title}\ntype: note\ncreated: 2026-08-01T00:00:00Z\n---\nbody\n"
+        (vault / f"{name}.md").write_text(note, "utf-8")
+    env = {"VAULTMEM_NOW": "2026-11-28T00:00:00Z"}
+    done = _run("--vault", str(vault), "review", env=env)
+    assert done.exit_code == 0, done.output
+    rows = done.stdout.splitlines()
+    assert len(rows) == 3  # the header and both notes, in the danger zone
+    # The title column starts at the same terminal cell on every row.
+    starts = {_cells(row[: row.rindex("  ") + 2]) for row in rows}
+    assert len(starts) == 1, rows
+
+
+def test_a_merge_without_a_title_is_named_like_a_memory(cli: Cli, vault: Path) -> None:
+    text = (
+        "We moved user sessions to Redis db 2. Memcached lost them on every deploy, and "
+        "the login page then failed for everyone until the cache warmed up again, which "
+        "took about twenty minutes on a busy morning and paged the on-call engineer."
+    )
+    (vault / "inbox" / "a.md").write_text(text + "\n", "utf-8")
+    (vault / "inbox" / "b.md").write_text(text + " Kept.\n", "utf-8")
+    cli("index")
+    merged = [c for c in cli.json_lines("consolidate") if c["outcome"] == "merged"]
+    assert [c["merged"] for c in merged] == ["inbox/we-moved-user-sessions-to-redis-db-2.md"]
+    body = (vault / merged[0]["merged"]).read_text("utf-8")
+    assert "title: We moved user sessions to Redis db 2\n" in body

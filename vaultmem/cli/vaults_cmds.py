@@ -65,11 +65,13 @@ def vaults(
         for one in shown:
             typer.echo(json.dumps(one.as_json(), ensure_ascii=False))
         return
+    from vaultmem.cli.columns import cells, left
+
     rows = [_row(one) for one in shown]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    widths = [max(cells(row[i]) for row in rows) for i in range(3)]
     for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)]
-        typer.echo("  ".join([*cells, row[3]]))
+        padded = [left(cell, width) for cell, width in zip(row[:3], widths, strict=True)]
+        typer.echo("  ".join([*padded, row[3]]))
 
 
 def _row(shown: VaultOverview) -> tuple[str, str, str, str]:
