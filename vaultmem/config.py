@@ -25,6 +25,7 @@ from vaultmem.config_values import (
 from vaultmem.environment import ENV_KEYS, ENV_PREFIX, KNOWN_ENV
 from vaultmem.errors import ConfigError
 from vaultmem.properties import BARE, KeyScheme, parse_shared
+from vaultmem.scores import DEFAULT_TUNING, MemoryTuning, parse_half_life
 from vaultmem.vocabulary import DEFAULT_SURFACE_PROFILE, SURFACE_PROFILES
 
 VAULT_CONFIG_NAME = ".vaultmem.toml"
@@ -120,6 +121,8 @@ class Config:
     hooks_reinforce_max: int = 5
     # The surfacing profile `hook prompt` and `surface` use unless told (SURFACE_PROFILES).
     hooks_profile: str = DEFAULT_SURFACE_PROFILE
+    # CortexGraph's thresholds, β, danger zone and auto-reinforcement ([memory] keys).
+    tuning: MemoryTuning = DEFAULT_TUNING
     # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
     # or ``[keys] prefix = "vm_"`` (``vm_status``) so they never meet a user's own keys.
     keys: KeyScheme = BARE
@@ -289,6 +292,18 @@ _ROLE_TYPES: dict[str, tuple[type, float | None, bool]] = {
     "dimensions": (int, 1, False),
 }
 
+# CortexGraph's knobs in [memory] (MemoryTuning's fields), as a file writes them.
+TUNING_KEYS = (
+    "beta",
+    "promote_threshold",
+    "promote_use_count",
+    "promote_window",
+    "forget_threshold",
+    "danger_zone_min",
+    "danger_zone_max",
+    "auto_reinforce",
+)
+
 # Every key a configuration file may set, by section ("" is the top level).
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
@@ -296,7 +311,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
         | {"folders", "memory", "query", "hooks", "embed", "llm", "rerank", "chroma", "keys"}
     ),
     "folders": frozenset({"inbox", "memory", "archive"}),
-    "memory": frozenset({"stm_half_life", "prior_weight", "review_share"}),
+    "memory": frozenset({"stm_half_life", "prior_weight", "review_share"} | set(TUNING_KEYS)),
     "query": frozenset({"expand"}),
     "hooks": frozenset({"start_server", "reinforce_max", "profile"}),
     "keys": frozenset({"prefix", "shared"}),
@@ -452,6 +467,59 @@ def key_scheme(table: Mapping[str, Any]) -> KeyScheme:
         raise ConfigError(f"keys.shared: {exc}") from None
 
 
+def memory_tuning(memory: Mapping[str, Any]) -> MemoryTuning:
+    """The ``[memory]`` table's CortexGraph keys as a :class:`MemoryTuning`, each checked
+    (defaults: CortexGraph's documented values)."""
+    d = DEFAULT_TUNING
+    window_text = coerce(memory.get("promote_window", "14d"), str, "memory.promote_window")
+    try:
+        window = parse_half_life(window_text)
+    except ValueError:
+        window = None
+    if window is None:
+        raise ConfigError(
+            f"memory.promote_window: expected a duration such as 14d or 36h, got {window_text!r}"
+        )
+    low = fraction(memory.get("danger_zone_min", d.danger_zone[0]), "memory.danger_zone_min")
+    high = fraction(memory.get("danger_zone_max", d.danger_zone[1]), "memory.danger_zone_max")
+    if low >= high:
+        raise ConfigError(
+            f"memory.danger_zone_min ({low:g}) must be below memory.danger_zone_max ({high:g})"
+        )
+    beta = at_least(memory.get("beta", d.beta), float, "memory.beta", 0)
+    promote = at_least(
+        memory.get("promote_threshold", d.promote_threshold),
+        float,
+        "memory.promote_threshold",
+        0,
+        above=True,
+    )
+    forget = at_least(
+        memory.get("forget_threshold", d.forget_threshold), float, "memory.forget_threshold", 0
+    )
+    if forget >= promote:
+        raise ConfigError(
+            f"memory.forget_threshold ({forget:g}) must be below memory.promote_threshold "
+            f"({promote:g})"
+        )
+    return MemoryTuning(
+        beta=float(beta),
+        promote_threshold=float(promote),
+        promote_use_count=at_least(
+            memory.get("promote_use_count", d.promote_use_count),
+            int,
+            "memory.promote_use_count",
+            1,
+        ),
+        promote_window=window,
+        forget_threshold=float(forget),
+        danger_zone=(low, high),
+        auto_reinforce=coerce(
+            memory.get("auto_reinforce", d.auto_reinforce), bool, "memory.auto_reinforce"
+        ),
+    )
+
+
 def _cache_dir(vault: Path, value: Any) -> Path:
     if value is None or value == "":
         return vault / ".vaultmem"
@@ -490,6 +558,7 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
         stm_half_life=str(memory.get("stm_half_life", "3d")),
         prior_weight=fraction(memory.get("prior_weight", 0.2), "memory.prior_weight"),
         review_share=fraction(memory.get("review_share", 0.3), "memory.review_share"),
+        tuning=memory_tuning(memory),
         lock_timeout=at_least(data.get("lock_timeout", 30.0), float, "lock_timeout", 0),
         embed=_role(data, "embed"),
         llm=_role(data, "llm"),

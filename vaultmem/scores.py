@@ -319,7 +319,9 @@ def decay_value(
     return base * math.exp(-lam_dt)
 
 
-def decay_score(state: MemoryState, now: datetime, *, stretch_half_life: bool = False) -> float:
+def decay_score(
+    state: MemoryState, now: datetime, *, beta: float = BETA, stretch_half_life: bool = False
+) -> float:
     """The note's decay score ``s`` at ``now`` (see :func:`decay_value` for the formula).
 
     Δt is measured from the latest of last_used, created and mtime, like recency: an
@@ -330,6 +332,7 @@ def decay_score(state: MemoryState, now: datetime, *, stretch_half_life: bool = 
         state.half_life,
         state.use_count,
         state.strength,
+        beta=beta,
         stretch_half_life=stretch_half_life,
     )
 
@@ -344,6 +347,7 @@ def promotion_reason(
     threshold: float = PROMOTE_THRESHOLD,
     use_count: int = PROMOTE_USE_COUNT,
     window: timedelta = PROMOTE_WINDOW,
+    beta: float = BETA,
 ) -> str | None:
     """Why ``state`` should be promoted at ``now``, or ``None`` if it should not.
 
@@ -357,7 +361,7 @@ def promotion_reason(
     the score rule; choosing which notes are candidates at all (status, folder, minimum
     age) is the caller's business.
     """
-    score = decay_score(state, now)
+    score = decay_score(state, now, beta=beta)
     if score >= threshold:
         return f"score {score:.3f} >= {threshold:g}"
     if state.use_count >= use_count and state.created is not None:
@@ -376,7 +380,7 @@ def should_promote(state: MemoryState, now: datetime) -> bool:
 
 
 def should_forget(
-    state: MemoryState, now: datetime, *, threshold: float = FORGET_THRESHOLD
+    state: MemoryState, now: datetime, *, threshold: float = FORGET_THRESHOLD, beta: float = BETA
 ) -> bool:
     """gc test: ``s < 0.05``, not pinned, and the type is not durable.
 
@@ -385,7 +389,7 @@ def should_forget(
     """
     if state.pinned or is_durable(state.type):
         return False
-    return decay_score(state, now) < threshold
+    return decay_score(state, now, beta=beta) < threshold
 
 
 def review_priority(score: float, *, zone: tuple[float, float] = DANGER_ZONE) -> float:
@@ -399,6 +403,53 @@ def review_priority(score: float, *, zone: tuple[float, float] = DANGER_ZONE) ->
         return 0.0
     x = (score - lo) / (hi - lo)
     return min(1.0, max(0.0, 1.0 - 4.0 * (x - 0.5) ** 2))
+
+
+@dataclass(frozen=True)
+class MemoryTuning:
+    """CortexGraph's knobs, as the ``[memory]`` keys set them (defaults: its documented
+    values): the use-count exponent β, the promotion rule (score threshold, or a use
+    count within a window of creation), the forgetting threshold, the danger zone of
+    review priority, and whether use is reinforced without being asked
+    (``auto_reinforce``: the session-end hook's reinforcement of notes surfaced and used).
+    """
+
+    beta: float = BETA
+    promote_threshold: float = PROMOTE_THRESHOLD
+    promote_use_count: int = PROMOTE_USE_COUNT
+    promote_window: timedelta = PROMOTE_WINDOW
+    forget_threshold: float = FORGET_THRESHOLD
+    danger_zone: tuple[float, float] = DANGER_ZONE
+    auto_reinforce: bool = True
+
+    def score(self, state: MemoryState, now: datetime) -> float:
+        """:func:`decay_score` with this β."""
+        return decay_score(state, now, beta=self.beta)
+
+    def promotion_reason(
+        self, state: MemoryState, now: datetime, *, score_rule: bool = True
+    ) -> str | None:
+        """:func:`promotion_reason` with these thresholds (``score_rule`` False: the
+        usage rule only)."""
+        return promotion_reason(
+            state,
+            now,
+            threshold=self.promote_threshold if score_rule else math.inf,
+            use_count=self.promote_use_count,
+            window=self.promote_window,
+            beta=self.beta,
+        )
+
+    def forgets(self, state: MemoryState, now: datetime) -> bool:
+        """:func:`should_forget` with this threshold and β."""
+        return should_forget(state, now, threshold=self.forget_threshold, beta=self.beta)
+
+    def review_priority(self, state: MemoryState, now: datetime) -> float:
+        """:func:`review_priority` of the note's score, in this danger zone."""
+        return review_priority(self.score(state, now), zone=self.danger_zone)
+
+
+DEFAULT_TUNING = MemoryTuning()
 
 
 # --- cross-domain use -----------------------------------------------------------------

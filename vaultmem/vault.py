@@ -603,12 +603,12 @@ class LinkResolver:
             key = strip_md(name.strip()).lower()
             spelt: dict[str, str] = {}
             for n in self._names:
-                for shown in (n.title, *n.aliases, PurePosixPath(n.path).stem):
-                    spelt.setdefault(shown.lower(), n.path)
+                for spelling in (n.title, *n.aliases, PurePosixPath(n.path).stem):
+                    spelt.setdefault(spelling.lower(), n.path)
             close = difflib.get_close_matches(key, list(spelt), n=limit, cutoff=0.6)
             found = list(dict.fromkeys(spelt[c] for c in close))
         titles = {n.path: n.title for n in self._names}
-        shown = []
+        shown: list[str] = []
         for path in found[:limit]:
             title = titles[path]
             unique = len(self._by_title.get(title.strip().lower(), [])) == 1

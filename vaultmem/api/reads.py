@@ -56,7 +56,7 @@ def ranking(config: Config, *, prior: bool, review: bool, now: datetime) -> Rank
     share = config.review_share if review else 0.0
     if weight == 0 and share == 0:
         return None
-    return RankingOptions(now=now, weight=weight, review_share=share)
+    return RankingOptions(now=now, weight=weight, review_share=share, tuning=config.tuning)
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,8 @@ def index_changes(vault: OpenVault) -> tuple[str, ...]:
         failed = [posixpath.split(p) for p in state.skipped_notes()]
 
         def known(folder: str) -> set[str]:
-            indexed = mf.read(config.cache_dir, set(), lambda store: store.names_in(folder))
+            none: set[str] = set()
+            indexed = mf.read(config.cache_dir, none, lambda store: store.names_in(folder))
             return indexed | {name for where, name in failed if where == folder}
 
         return confirmed(found, NoteRules(config), stamps.folders, known)
@@ -394,8 +395,8 @@ def timeline(vault: OpenVault, request: TimelineRequest, *, now: datetime) -> Ti
         events = list(found.events[::-1] if request.newest_first else found.events)
         shown = events[: request.limit]
         cut = len(events) - len(shown)
-        left_out = {"earlier": cut} if request.newest_first else {"later": cut}
-        return replace(found, events=tuple(shown), **left_out)
+        earlier, later = (cut, 0) if request.newest_first else (0, cut)
+        return replace(found, events=tuple(shown), earlier=earlier, later=later)
     from vaultmem.lookup import resolve
 
     around = request.around_span()
