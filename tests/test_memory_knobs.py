@@ -120,3 +120,24 @@ def test_auto_reinforce_false_leaves_the_session_end_to_the_user(
     assert done["reinforced"] == [] and POOLING in [u["path"] for u in done["used"]]
     asked = json.loads(cli("feedback", str(transcript), "--max", "5", "--json").stdout)
     assert asked["reinforced"] == [POOLING]
+
+
+# --- 12. ClawMem's values ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "fades"),
+    [("decision", False), ("hub", False), ("research", False), ("antipattern", False)]
+    + [("note", True), ("project", True), ("progress", True), ("handoff", True)],
+)
+def test_durable_kinds_keep_their_confidence_unconfirmed(kind: str, fades: bool) -> None:
+    from vaultmem.index.manifest import Entry
+    from vaultmem.memory_state import note_memory
+
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    keys = {"confidence": 0.85, "created": (now - timedelta(weeks=10)).isoformat()}
+    memory = note_memory("x.md", Entry(0, 0, "", "x", type=kind, memory=keys))
+    # 10 weeks unconfirmed: 0.2 + 0.65·0.95^6 = 0.6778 where trust fades (ClawMem: "Decision/
+    # hub/research/antipattern are exempt" from attention decay).
+    expected = 0.2 + 0.65 * 0.95**6 if fades else 0.85
+    assert memory.effective_confidence(now) == pytest.approx(expected)

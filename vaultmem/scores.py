@@ -593,6 +593,14 @@ def memory_prior(
     return 0.4 * r + 0.3 * c + 0.3 * q
 
 
+# What a pin adds, as a share of the prior's weight: +0.1 at the default weight 0.2, kept
+# over ClawMem's +0.3 by benchmarks/bench_pins.py (BENCHMARKS.md): with a twentieth of the
+# man-page dev notes pinned, +0.3 put a pinned note that is not the answer first for one
+# query in five and cost the queries whose answer is not pinned 9% MRR@10 (0.791 → 0.717;
+# +0.1: 1.3%), far past the 2% the memory prior may cost.
+PIN_SHARE = 0.5
+
+
 def ranked_score(
     relevance: float,
     prior: float,
@@ -600,9 +608,11 @@ def ranked_score(
     weight: float = PRIOR_WEIGHT,
     pinned: bool = False,
     superseded: bool = False,
+    pin_bonus: float | None = None,
 ) -> float:
-    """Relevance first: ``relevance + weight·(prior − 0.5)``, plus ``weight/2`` when
-    pinned, minus ``weight`` when superseded.
+    """Relevance first: ``relevance + weight·(prior − 0.5)``, plus ``pin_bonus`` when
+    pinned (default ``weight·PIN_SHARE``, i.e. ``weight/2``), minus ``weight`` when
+    superseded.
 
     ``relevance`` is the retrieval score normalised to [0, 1] (top result = 1). A note
     therefore overtakes another only when their relevances differ by less than the
@@ -610,7 +620,7 @@ def ranked_score(
     """
     score = relevance + weight * (prior - 0.5)
     if pinned:
-        score += weight / 2
+        score += weight * PIN_SHARE if pin_bonus is None else pin_bonus
     if superseded:
         score -= weight
     return score
