@@ -36,7 +36,13 @@ from vaultmem.api.reads import (
     surface,
     timeline,
 )
-from vaultmem.api.vaults import VaultHit, VaultOverview, search_vaults, vault_overview
+from vaultmem.api.vaults import (
+    VaultHit,
+    VaultOverview,
+    VaultsResult,
+    search_vaults,
+    vault_overview,
+)
 from vaultmem.api.writes import change, link, reinforce, remember, resolve_for_write
 
 __all__ = [
@@ -46,6 +52,7 @@ __all__ = [
     "SearchResult",
     "VaultHit",
     "VaultOverview",
+    "VaultsResult",
     "change",
     "excerpt",
     "get",

@@ -3,39 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import typer
 
 from vaultmem.cli import app
-from vaultmem.cli.options import JSON, LIMIT, search_options
-from vaultmem.cli.read_cmds import run_search, stale_hint
+from vaultmem.cli.options import ALL_VAULTS, JSON, LIMIT, VAULT_NAMES, search_options
+from vaultmem.cli.read_cmds import run_search, search_across, stage_lines, stale_hint
 from vaultmem.model import Filters, SearchRequest
 
 if TYPE_CHECKING:
-    from vaultmem.retrieval.query_types import QueryResult, Stage, StageScore, Trace
-
-
-def stage_line(stage: Stage) -> str:
-    """The one stderr line of a skipped or failed stage."""
-    return f"vaultmem: {stage.name} skipped: {stage.detail}"
-
-
-def stage_lines(stages: Sequence[Stage]) -> list[str]:
-    """The stderr lines of the degraded stages: one a stage, but one for all the stages
-    an unreachable endpoint cost (its first failure says why)."""
-    lines, said = [], set()
-    for stage in stages:
-        if stage.endpoint in said:
-            continue
-        if stage.endpoint:
-            said.add(stage.endpoint)
-            names = [s.name for s in stages if s.endpoint == stage.endpoint]
-            lines.append(f"vaultmem: {', '.join(names)} skipped: {stage.detail}")
-        else:
-            lines.append(stage_line(stage))
-    return lines
+    from vaultmem.retrieval.query_types import QueryResult, StageScore, Trace
 
 
 def _cell(score: StageScore | None) -> str:
@@ -166,6 +144,8 @@ def query(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No stderr line for stages skipped for want of a model."
     ),
+    vault_names: list[str] = VAULT_NAMES,
+    all_vaults: bool = ALL_VAULTS,
     filters: Filters = Filters(),
     prior: bool = True,
     review: bool = True,
@@ -196,9 +176,15 @@ def query(
     alias) puts X's note first, then the notes linking to and from it; what is the
     pipeline alone.
 
+    --vault (repeatable, after `query`) or --all-vaults asks several vaults and merges
+    their hits, each naming its vault: each vault's scores are scaled by how well its
+    best hit matches the question (its cosine, else its share of the keywords); a vault
+    that cannot be searched is one warning line and the others answer.
+
     Example:
         vaultmem --vault example-vault query "that thing about caching we decided" -n 3
         vaultmem --vault example-vault query "why did we drop Memcached?" --explain
+        vaultmem query "how do we deploy?" --vault work --vault ~/notes
     """
     from vaultmem import api
     from vaultmem.cli import clock, open_vault
@@ -206,6 +192,9 @@ def query(
     request = SearchRequest(
         text, "hybrid", limit, filters, prior, review, candidates, intent, expand, not no_rerank
     )
+    if vault_names or all_vaults:
+        search_across(ctx, request, vault_names, all_vaults, json_out, explain)
+        return
     if not explain:
         found = run_search(ctx, request, json_out).query
         if not quiet and found is not None:

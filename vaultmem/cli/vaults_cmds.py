@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from vaultmem.cli import app, load_config, open_vault
-from vaultmem.errors import ConfigError
+from vaultmem.errors import ConfigError, VaultmemError
 
 if TYPE_CHECKING:
     from vaultmem.api import OpenVault, VaultOverview
@@ -83,10 +84,14 @@ def _row(shown: VaultOverview) -> tuple[str, str, str, str]:
     return (f"{'*' if shown.default else ' '} {name}", shown.path, notes, f"index {state}{why}")
 
 
-def open_vaults(ctx: typer.Context, names: list[str], every: bool) -> list[tuple[str, OpenVault]]:
+def open_vaults(
+    ctx: typer.Context, names: list[str], every: bool
+) -> tuple[list[tuple[str, OpenVault]], list[tuple[str, VaultmemError]]]:
     """The vaults a command searches, by the name each was given: those of ``--vault``
     (and the global one, when given), or every named vault (``every``); one vault opened
-    twice under two names is searched once."""
+    twice under two names is searched once. A vault that does not open (no such folder,
+    a configuration that does not load) is returned apart with its error, for the
+    command to name while the others answer."""
     from vaultmem import config as cfg
 
     obj = ctx.find_root().obj or {}
@@ -110,7 +115,26 @@ def open_vaults(ctx: typer.Context, names: list[str], every: bool) -> list[tuple
             param_hint="--cache-dir",
         )
     opened: dict[Path, tuple[str, OpenVault]] = {}
+    failed: list[tuple[str, VaultmemError]] = []
     for name in wanted:
-        vault = open_vault(ctx, vault_flag=name)
+        try:
+            vault = open_vault(ctx, vault_flag=name)
+        except VaultmemError as exc:
+            failed.append((name, exc))
+            continue
         opened.setdefault(vault.config.vault, (name, vault))
-    return list(opened.values())
+    return list(opened.values()), failed
+
+
+def named_for_mcp(ctx: typer.Context) -> tuple[dict[str, Path], Callable[[Path], OpenVault]]:
+    """The vaults an MCP client may name (`[vaults]` of the user config, read now: name →
+    folder), and how the server opens one (its own cache, its own configuration)."""
+    from vaultmem import config as cfg
+    from vaultmem.api import OpenVault
+
+    def opener(path: Path) -> OpenVault:
+        # Each named vault has its own cache: the global --cache-dir is one vault's.
+        return OpenVault(load_config(ctx, vault_flag=str(path), cache_dir=None), warm=True)
+
+    named = cfg.named_vaults(dict(os.environ), Path.cwd())
+    return {v.name: v.path for v in named if v.name is not None}, opener
