@@ -141,3 +141,35 @@ def test_durable_kinds_keep_their_confidence_unconfirmed(kind: str, fades: bool)
     # hub/research/antipattern are exempt" from attention decay).
     expected = 0.2 + 0.65 * 0.95**6 if fades else 0.85
     assert memory.effective_confidence(now) == pytest.approx(expected)
+
+
+# --- 14. fixed_by: a failure to its fix -------------------------------------------------
+
+
+def test_fixed_by_links_a_failure_to_its_fix_and_reads_backwards_there(
+    cli: Cli, vault: Path
+) -> None:
+    cli("index")
+    outage, fix = (
+        "incidents/2026-10-18 Stripe webhook outage.md",
+        "inbox/Stripe API version header.md",
+    )
+    done = cli(
+        "link", "2026-10-18 Stripe webhook outage", "Stripe API version header", "-t", "fixed_by"
+    )
+    assert f"linked: {outage} --fixed_by--> {fix}" in done.stdout
+    text = (vault / outage).read_text("utf-8")
+    assert 'fixed_by:\n  - "[[Stripe API version header]]"' in text
+    assert "fixed_by" not in (vault / fix).read_text("utf-8")  # one-way: the fix is untouched
+    shown = cli("links", "Stripe API version header").stdout
+    assert f"  {outage}  (fixed_by → fixes)\n" in shown
+    backlinks = json.loads(cli("links", fix, "--json").stdout)["backlinks"]
+    assert {"path": outage, "via": "fixed_by"} in backlinks
+    typed = json.loads(cli("links", outage, "--json").stdout)["typed"]
+    assert [r["path"] for r in typed["fixed_by"]] == [fix]
+    # Obsidian sees a list property; the merge driver and doctor know the key.
+    from vaultmem.properties import PROPERTY_TYPES
+
+    assert PROPERTY_TYPES["fixed_by"].value == "multitext"
+    assert cli("unlink", outage, fix, "-t", "fixed_by").exit_code == 0
+    assert "fixed_by" not in (vault / outage).read_text("utf-8")
