@@ -30,7 +30,7 @@ def _config(vault: Path, toml: str, env: dict[str, str] | None = None):  # noqa:
 
 
 def test_the_keys_default_to_cortexgraphs_values_and_are_known(tmp_path: Path) -> None:
-    from vaultmem.scores import DEFAULT_TUNING
+    from vaultmem.tuning import DEFAULT_TUNING
 
     vault = tmp_path / "v"
     vault.mkdir()

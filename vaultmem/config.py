@@ -25,7 +25,7 @@ from vaultmem.config_values import (
 from vaultmem.environment import ENV_KEYS, ENV_PREFIX, KNOWN_ENV
 from vaultmem.errors import ConfigError
 from vaultmem.properties import BARE, KeyScheme, parse_shared
-from vaultmem.scores import DEFAULT_TUNING, MemoryTuning, parse_half_life
+from vaultmem.tuning import DEFAULT_TUNING, TUNING_KEYS, MemoryTuning, memory_tuning
 from vaultmem.vocabulary import DEFAULT_SURFACE_PROFILE, SURFACE_PROFILES
 
 VAULT_CONFIG_NAME = ".vaultmem.toml"
@@ -292,18 +292,6 @@ _ROLE_TYPES: dict[str, tuple[type, float | None, bool]] = {
     "dimensions": (int, 1, False),
 }
 
-# CortexGraph's knobs in [memory] (MemoryTuning's fields), as a file writes them.
-TUNING_KEYS = (
-    "beta",
-    "promote_threshold",
-    "promote_use_count",
-    "promote_window",
-    "forget_threshold",
-    "danger_zone_min",
-    "danger_zone_max",
-    "auto_reinforce",
-)
-
 # Every key a configuration file may set, by section ("" is the top level).
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
@@ -465,59 +453,6 @@ def key_scheme(table: Mapping[str, Any]) -> KeyScheme:
         return KeyScheme(prefix, parse_shared(shared))
     except ValueError as exc:
         raise ConfigError(f"keys.shared: {exc}") from None
-
-
-def memory_tuning(memory: Mapping[str, Any]) -> MemoryTuning:
-    """The ``[memory]`` table's CortexGraph keys as a :class:`MemoryTuning`, each checked
-    (defaults: CortexGraph's documented values)."""
-    d = DEFAULT_TUNING
-    window_text = coerce(memory.get("promote_window", "14d"), str, "memory.promote_window")
-    try:
-        window = parse_half_life(window_text)
-    except ValueError:
-        window = None
-    if window is None:
-        raise ConfigError(
-            f"memory.promote_window: expected a duration such as 14d or 36h, got {window_text!r}"
-        )
-    low = fraction(memory.get("danger_zone_min", d.danger_zone[0]), "memory.danger_zone_min")
-    high = fraction(memory.get("danger_zone_max", d.danger_zone[1]), "memory.danger_zone_max")
-    if low >= high:
-        raise ConfigError(
-            f"memory.danger_zone_min ({low:g}) must be below memory.danger_zone_max ({high:g})"
-        )
-    beta = at_least(memory.get("beta", d.beta), float, "memory.beta", 0)
-    promote = at_least(
-        memory.get("promote_threshold", d.promote_threshold),
-        float,
-        "memory.promote_threshold",
-        0,
-        above=True,
-    )
-    forget = at_least(
-        memory.get("forget_threshold", d.forget_threshold), float, "memory.forget_threshold", 0
-    )
-    if forget >= promote:
-        raise ConfigError(
-            f"memory.forget_threshold ({forget:g}) must be below memory.promote_threshold "
-            f"({promote:g})"
-        )
-    return MemoryTuning(
-        beta=float(beta),
-        promote_threshold=float(promote),
-        promote_use_count=at_least(
-            memory.get("promote_use_count", d.promote_use_count),
-            int,
-            "memory.promote_use_count",
-            1,
-        ),
-        promote_window=window,
-        forget_threshold=float(forget),
-        danger_zone=(low, high),
-        auto_reinforce=coerce(
-            memory.get("auto_reinforce", d.auto_reinforce), bool, "memory.auto_reinforce"
-        ),
-    )
 
 
 def _cache_dir(vault: Path, value: Any) -> Path:

@@ -405,53 +405,6 @@ def review_priority(score: float, *, zone: tuple[float, float] = DANGER_ZONE) ->
     return min(1.0, max(0.0, 1.0 - 4.0 * (x - 0.5) ** 2))
 
 
-@dataclass(frozen=True)
-class MemoryTuning:
-    """CortexGraph's knobs, as the ``[memory]`` keys set them (defaults: its documented
-    values): the use-count exponent β, the promotion rule (score threshold, or a use
-    count within a window of creation), the forgetting threshold, the danger zone of
-    review priority, and whether use is reinforced without being asked
-    (``auto_reinforce``: the session-end hook's reinforcement of notes surfaced and used).
-    """
-
-    beta: float = BETA
-    promote_threshold: float = PROMOTE_THRESHOLD
-    promote_use_count: int = PROMOTE_USE_COUNT
-    promote_window: timedelta = PROMOTE_WINDOW
-    forget_threshold: float = FORGET_THRESHOLD
-    danger_zone: tuple[float, float] = DANGER_ZONE
-    auto_reinforce: bool = True
-
-    def score(self, state: MemoryState, now: datetime) -> float:
-        """:func:`decay_score` with this β."""
-        return decay_score(state, now, beta=self.beta)
-
-    def promotion_reason(
-        self, state: MemoryState, now: datetime, *, score_rule: bool = True
-    ) -> str | None:
-        """:func:`promotion_reason` with these thresholds (``score_rule`` False: the
-        usage rule only)."""
-        return promotion_reason(
-            state,
-            now,
-            threshold=self.promote_threshold if score_rule else math.inf,
-            use_count=self.promote_use_count,
-            window=self.promote_window,
-            beta=self.beta,
-        )
-
-    def forgets(self, state: MemoryState, now: datetime) -> bool:
-        """:func:`should_forget` with this threshold and β."""
-        return should_forget(state, now, threshold=self.forget_threshold, beta=self.beta)
-
-    def review_priority(self, state: MemoryState, now: datetime) -> float:
-        """:func:`review_priority` of the note's score, in this danger zone."""
-        return review_priority(self.score(state, now), zone=self.danger_zone)
-
-
-DEFAULT_TUNING = MemoryTuning()
-
-
 # --- cross-domain use -----------------------------------------------------------------
 
 

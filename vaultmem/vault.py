@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import errno
 import fcntl
 import os
@@ -575,51 +574,4 @@ class LinkResolver:
             found = self.link_candidates(key)
             if len(found) == 1:
                 return found[0]
-        raise NoteNotFound(self.not_found(name))
-
-    def matching(self, text: str) -> list[str]:
-        """The notes whose title, an alias or path holds ``text`` (any case), those it
-        begins first, then the shorter names."""
-        key = " ".join(strip_md(text.strip()).lower().split())
-        if not key:
-            return []
-        ranked = []
-        for n in self._names:
-            names = [n.title, *n.aliases, strip_md(n.path)]
-            lowered = [" ".join(x.lower().split()) for x in names]
-            if any(key in x for x in lowered):
-                starts = any(
-                    x.startswith(key) or x.rsplit("/", 1)[-1].startswith(key) for x in lowered
-                )
-                ranked.append((not starts, len(n.title), n.path))
-        return [path for *_, path in sorted(ranked)]
-
-    def suggestions(self, name: str, limit: int = 5) -> list[str]:
-        """What a user who typed ``name`` could mean: the notes :meth:`matching` it, else
-        those whose title, alias or file name is spelt alike; each shown by its title (its
-        path when another note has the same title)."""
-        found = self.matching(name)
-        if not found:
-            key = strip_md(name.strip()).lower()
-            spelt: dict[str, str] = {}
-            for n in self._names:
-                for spelling in (n.title, *n.aliases, PurePosixPath(n.path).stem):
-                    spelt.setdefault(spelling.lower(), n.path)
-            close = difflib.get_close_matches(key, list(spelt), n=limit, cutoff=0.6)
-            found = list(dict.fromkeys(spelt[c] for c in close))
-        titles = {n.path: n.title for n in self._names}
-        shown: list[str] = []
-        for path in found[:limit]:
-            title = titles[path]
-            unique = len(self._by_title.get(title.strip().lower(), [])) == 1
-            shown.append(title if unique and title else path)
-        return shown
-
-    def not_found(self, name: str) -> str:
-        """The message for a name that finds no note, with what it could mean."""
-        found = self.suggestions(name)
-        if not found:
-            return f"no note called {name!r} (try a path, a title or an alias)"
-        quoted = [repr(x) for x in found]
-        listing = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-        return f"no note called {name!r}; did you mean {listing}?"
+        raise NoteNotFound(f"no note called {name!r} (try a path, a title or an alias)")

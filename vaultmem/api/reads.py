@@ -329,16 +329,15 @@ def matching_notes(vault: OpenVault, text: str) -> tuple[NoteName, ...]:
         >>> [n.title for n in matching_notes(vault, "redis")][0]  # doctest: +SKIP
         'Redis for caching'
     """
-    from vaultmem.lookup import note_names
+    from vaultmem.lookup import matching, note_names
     from vaultmem.model import check_text
-    from vaultmem.vault import LinkResolver
 
     check_text(text, "match")
     if not text.strip():
         raise RequestError("match must be non-empty text")
     names = note_names(vault.config, read_unindexed=True)
     by_path = {n.path: n for n in names}
-    return tuple(by_path[p] for p in LinkResolver(names).matching(text))
+    return tuple(by_path[p] for p in matching(names, text))
 
 
 @vault_locked

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from mcp.server import MCPServer
 
     from vaultmem.servers.auth import ServerAuth
-    from vaultmem.servers.mcp import VaultChoice
+    from vaultmem.servers.vault_choice import VaultChoice
 
 
 @app.command()
@@ -72,7 +72,7 @@ def mcp(
         check_bind(host, auth.token)
     with _stdout_to_stderr():
         from vaultmem.cli.vaults_cmds import named_for_mcp
-        from vaultmem.servers.mcp import VaultChoice
+        from vaultmem.servers.vault_choice import VaultChoice
 
         vault = OpenVault(config, warm=True)
         vaults = VaultChoice(vault, *named_for_mcp(ctx))

@@ -46,13 +46,12 @@ from vaultmem.memory.sweeps import (
 from vaultmem.memory.writeback import locked
 from vaultmem.memory_state import NoteMemory, note_memory
 from vaultmem.scores import (
-    DEFAULT_TUNING,
     MemoryState,
-    MemoryTuning,
     default_half_life,
     format_half_life,
     to_utc,
 )
+from vaultmem.tuning import DEFAULT_TUNING, MemoryTuning
 
 __all__ = [
     "PROMOTABLE_STATUSES",

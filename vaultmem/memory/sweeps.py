@@ -32,7 +32,8 @@ from vaultmem.indexer import index_vault, refresh_paths
 from vaultmem.memory.writeback import locked
 from vaultmem.memory_state import note_memory
 from vaultmem.note import parse_note
-from vaultmem.scores import DEFAULT_TUNING, MemoryTuning, to_utc
+from vaultmem.scores import to_utc
+from vaultmem.tuning import DEFAULT_TUNING, MemoryTuning
 from vaultmem.vault import note_path
 
 __all__ = [

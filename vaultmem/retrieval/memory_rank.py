@@ -47,6 +47,7 @@ from vaultmem.index.manifest import Entry
 from vaultmem.memory_state import NoteMemory, note_memory
 from vaultmem.model import HIDDEN_STATUSES, Hit
 from vaultmem.note import link_targets
+from vaultmem.tuning import DEFAULT_TUNING, MemoryTuning
 
 __all__ = [
     "CONTRADICTION_TIE",
@@ -78,7 +79,7 @@ class RankingOptions:
     weight: float = scores.PRIOR_WEIGHT
     review_share: float = REVIEW_SHARE
     show_status: str | None = None  # a --status filter: that hidden status may show
-    tuning: scores.MemoryTuning = scores.DEFAULT_TUNING  # β and the danger zone of review
+    tuning: MemoryTuning = DEFAULT_TUNING  # β and the danger zone of review
 
 
 @dataclass(frozen=True)
@@ -367,7 +368,7 @@ def _versions_first(
     return out
 
 
-def _in_danger_zone(memory: NoteMemory | None, now: datetime, tuning: scores.MemoryTuning) -> float:
+def _in_danger_zone(memory: NoteMemory | None, now: datetime, tuning: MemoryTuning) -> float:
     if memory is None or memory.status not in ("active", "promoted"):
         return 0.0
     if memory.snoozed(now):

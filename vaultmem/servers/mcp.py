@@ -19,10 +19,8 @@ This module prints nothing: over stdio the transport owns stdout (see
 # registration, and they must be objects, not strings.
 
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -57,6 +55,7 @@ from vaultmem.model import (
     split_names,
 )
 from vaultmem.servers.schema import Count, Switch
+from vaultmem.servers.vault_choice import VaultChoice
 from vaultmem.timeline import TimelineRequest
 from vaultmem.vocabulary import NOTE_TYPES
 
@@ -108,51 +107,6 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-class VaultChoice:
-    """The vaults a client may name: this server's (no name), and the vaults the user's
-    own config names (``[vaults]``: name → folder), opened by ``opener`` on first use and
-    kept. Nothing else: a name is never read as a path, so a client reaches no folder the
-    user did not name."""
-
-    def __init__(
-        self,
-        main: OpenVault,
-        named: Mapping[str, Path] | None = None,
-        opener: Callable[[Path], OpenVault] | None = None,
-    ) -> None:
-        self.main = main
-        self._named = dict(named or {})
-        self._opener = opener
-        self._opened: dict[Path, OpenVault] = {}
-        self._lock = threading.Lock()
-
-    def names(self) -> list[str]:
-        """The names a client may give, in the config's order."""
-        return list(self._named)
-
-    def get(self, name: str | None) -> OpenVault:
-        """The vault called ``name`` (None: this server's); RequestError for any other."""
-        if name is None:
-            return self.main
-        path = self._named.get(name) if isinstance(name, str) else None
-        if path is None or self._opener is None:
-            known = ", ".join(self._named) or "none: the user config names no vaults"
-            raise RequestError(f"unknown vault {name!r} (named vaults: {known})")
-        if path == self.main.config.vault:
-            return self.main
-        with self._lock:
-            if path not in self._opened:
-                self._opened[path] = self._opener(path)
-            return self._opened[path]
-
-    def close(self) -> None:
-        """Close the named vaults this server opened (not its own)."""
-        with self._lock:
-            for opened in self._opened.values():
-                opened.close()
-            self._opened.clear()
 
 
 def make_server(vault: OpenVault | VaultChoice, *, clock: Clock = _utc_now) -> MCPServer:

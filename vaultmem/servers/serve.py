@@ -53,7 +53,7 @@ from vaultmem.errors import VaultmemError
 from vaultmem.vault import make_cache
 
 if TYPE_CHECKING:
-    from vaultmem.servers.mcp import VaultChoice
+    from vaultmem.servers.vault_choice import VaultChoice
 
 LOG_NAME = "server.log"
 MCP_PATH = "/mcp"
@@ -369,7 +369,7 @@ def serve(
         stack.callback(sock.close)
         port = sock.getsockname()[1]
         forward_path = _start_forwarding(cache_dir, vault, options, counted_log, stack)
-        from vaultmem.servers.mcp import VaultChoice
+        from vaultmem.servers.vault_choice import VaultChoice
 
         vaults = VaultChoice(vault, *(named or ({}, None)))
         stack.callback(vaults.close)
