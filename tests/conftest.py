@@ -54,6 +54,10 @@ def _isolated_env(
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    # The endpoints one test found dead are no other test's business (ports are reused).
+    from vaultmem.inference.http import BREAKERS
+
+    BREAKERS.reset()
 
 
 @pytest.fixture

@@ -244,7 +244,8 @@ def test_a_confirmed_note_ranks_above_an_equally_relevant_contradicted_one(
 
 
 def test_fading_ranks_a_recently_confirmed_note_above_a_stale_one() -> None:
-    # Same stored confidence 0.8 and relevance; both `decision` (recency 1.0), quality 0.5.
+    # Same stored confidence 0.8 and relevance; both `preference` (recency 1.0, a type whose
+    # trust fades: decisions do not, as in ClawMem), quality 0.5.
     # stale: created a year ago, never confirmed: c_eff = 0.2 + 0.6·0.95^48 = 0.2511546,
     #   prior 0.4 + 0.3·0.2511546 + 0.15 = 0.6253464, score 1 + 0.2·0.1253464 = 1.0250693
     # fresh: confirmed last week: prior 0.4 + 0.24 + 0.15 = 0.79, score 1.058
@@ -253,8 +254,8 @@ def test_fading_ranks_a_recently_confirmed_note_above_a_stale_one() -> None:
     keys = {"confidence": 0.8, "created": year_ago}
     fresh = {**keys, "last_confirmed": week_ago}
     entries = {
-        "stale.md": Entry(0, 0, "", "s", type="decision", memory=keys, quality=0.5),
-        "fresh.md": Entry(0, 0, "", "f", type="decision", memory=fresh, quality=0.5),
+        "stale.md": Entry(0, 0, "", "s", type="preference", memory=keys, quality=0.5),
+        "fresh.md": Entry(0, 0, "", "f", type="preference", memory=fresh, quality=0.5),
     }
     out = rank([("stale.md", 3.0), ("fresh.md", 3.0)], entries, "q", RankingOptions(now=NOW), 10)
     by = {r.path: r for r in out}

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.config import load
+from vaultmem.config import DEFAULT_EXCLUDE, load
 from vaultmem.errors import ConfigError
 
 
@@ -49,12 +49,12 @@ def test_precedence_defaults_user_vault_env_flags(tmp_path: Path) -> None:
     assert config.embed.model == "from-vault"  # vault beats user
     assert config.embed.batch_size == 8  # user beats default
     assert config.inbox_folder == "new"
-    assert config.exclude == ("drafts/**",)
+    assert config.exclude == (*DEFAULT_EXCLUDE, "drafts/**")  # added to the defaults
     env["VAULTMEM_EMBED_MODEL"] = "from-env"
     env["VAULTMEM_EXCLUDE"] = "a/**, b/**, {c,d}/**"
     config = load(vault_flag="work", env=env, cwd=tmp_path)
     assert config.embed.model == "from-env"
-    assert config.exclude == ("a/**", "b/**", "{c,d}/**")
+    assert config.exclude == (*DEFAULT_EXCLUDE, "drafts/**", "a/**", "b/**", "{c,d}/**")
     config = load(vault_flag="work", env=env, cwd=tmp_path, overrides={"embed.model": "flag"})
     assert config.embed.model == "flag"
 

@@ -47,7 +47,7 @@ def test_handoff_without_an_llm_comes_from_the_transcript(
     ]
     assert _section(body, "Learned") == [f"- [[{s}]]" for s in stems]
     assert _section(body, "Done") == [
-        "- Done: sessions now live in Redis (db 2) with a 14-day TTL, and the adapter is in "
+        "- sessions now live in Redis (db 2) with a 14-day TTL, and the adapter is in "
         "app/redis_sessions.py."
     ]
     assert _section(body, "Files changed") == ["- `app/settings.py`", "- `app/redis_sessions.py`"]

@@ -43,7 +43,8 @@ def _hostile_vault(vault: Path) -> dict[str, str]:
         (vault / folder / ("x.md" if folder == ".obsidian" else "old.md")).write_text(text)
     (vault / "drafts").mkdir()
     (vault / "drafts" / "d.md").write_text("quokka draft\n", encoding="utf-8")
-    (vault / ".vaultmem.toml").write_text('exclude = [".obsidian/**", "drafts/**"]\n')
+    # Excludes add to the defaults: taking .trash/** back leaves it never read all the same.
+    (vault / ".vaultmem.toml").write_text('exclude = ["drafts/**", "!.trash/**"]\n')
     (vault / "linked.md").symlink_to(outside)
     (vault / "elsewhere").symlink_to(vault.parent, target_is_directory=True)
     return {

@@ -74,7 +74,10 @@ def test_note_events_in_time_order_across_kinds(git_vault: Path, cli: Cli) -> No
     whens = [e["when"] for e in events]
     assert whens == sorted(whens)
     newest_first = cli.json_lines("timeline", REDIS, "--around", "0", "--reverse", "-n", "3")
-    assert [e["when"] for e in newest_first] == whens[::-1][:3]
+    # -n keeps the events around the note's creation (issue 32), newest first here.
+    born = next(i for i, e in enumerate(events) if e["path"] == REDIS and e["kind"] == "created")
+    start = max(born - 1, 0)
+    assert [e["when"] for e in newest_first] == whens[start : start + 3][::-1]
 
 
 def test_linked_notes_and_their_events_appear(vault: Path, cli: Cli) -> None:
@@ -155,11 +158,14 @@ def test_json_shape(git_vault: Path, cli: Cli) -> None:
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", event["when"])
         when = datetime.strptime(event["when"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         assert when.year == 2026
-    plain = cli("timeline", REDIS, "-n", "1").stdout.splitlines()
-    assert plain == [
+    plain = cli("timeline", REDIS).stdout.splitlines()
+    assert plain[0] == (
         f"2026-03-11 00:00Z  created    Memcached for session cache  [{MEMCACHED}]"
         "  decision (linked: supersedes →, wikilink →, ← superseded_by, ← wikilink)"
-    ]
+    )
+    # -n 1: the note's own creation, the centre of what -n keeps.
+    (one,) = cli("timeline", REDIS, "-n", "1").stdout.splitlines()
+    assert one.startswith("2026-10-09 10:30Z  created    Redis for caching  [")
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,9 @@ CONFIRM_STEP = 0.2
 # above the floor: the excess halves in about 13.5 weeks, a quarter of a year.
 CONFIDENCE_GRACE = timedelta(weeks=4)
 CONFIDENCE_WEEKLY_DECAY = 0.05
+# ClawMem's attention decay spares these kinds of notes ("Decision/hub/research/antipattern
+# are exempt"): what was decided, or learned to avoid, is not less true for being unread.
+UNFADING_TYPES = frozenset({"decision", "hub", "research", "antipattern"})
 # Written back rounded, so 0.6 + 0.2·0.4 lands in git as 0.68, not 0.6799999999999999.
 _CONFIDENCE_DIGITS = 6
 
@@ -60,8 +63,10 @@ def effective_confidence(
     mtime: datetime | None = None,
     grace: timedelta = CONFIDENCE_GRACE,
     weekly_decay: float = CONFIDENCE_WEEKLY_DECAY,
+    note_type: str | None = None,
 ) -> float:
-    """Confidence as ranking sees it at ``now``: unconfirmed trust fades, slowly.
+    """Confidence as ranking sees it at ``now``: unconfirmed trust fades, slowly, except
+    a note of a type in :data:`UNFADING_TYPES` (``note_type``), whose stays as stored.
 
     ``c_eff = 0.2 + (c − 0.2) · 0.95^w`` with ``w`` the weeks since the note was last
     confirmed beyond a grace of four weeks (``w = max(0, weeks − 4)``); ``c`` unchanged
@@ -79,7 +84,7 @@ def effective_confidence(
     (which sets ``last_confirmed``) restarts the clock.
     """
     c = _unit(confidence)
-    if c <= CONFIDENCE_FLOOR:
+    if c <= CONFIDENCE_FLOOR or note_type in UNFADING_TYPES:
         return c
     # Since the later of the two (elapsed takes the latest anchor); the file's mtime only
     # for a note with neither, as it is reset by every write.

@@ -25,6 +25,7 @@ from vaultmem.config_values import (
 from vaultmem.environment import ENV_KEYS, ENV_PREFIX, KNOWN_ENV
 from vaultmem.errors import ConfigError
 from vaultmem.properties import BARE, KeyScheme, parse_shared
+from vaultmem.tuning import DEFAULT_TUNING, TUNING_KEYS, MemoryTuning, memory_tuning
 from vaultmem.vocabulary import DEFAULT_SURFACE_PROFILE, SURFACE_PROFILES
 
 VAULT_CONFIG_NAME = ".vaultmem.toml"
@@ -121,6 +122,8 @@ class Config:
     hooks_reinforce_max: int = 5
     # The surfacing profile `hook prompt` and `surface` use unless told (SURFACE_PROFILES).
     hooks_profile: str = DEFAULT_SURFACE_PROFILE
+    # CortexGraph's thresholds, β, danger zone and auto-reinforcement ([memory] keys).
+    tuning: MemoryTuning = DEFAULT_TUNING
     # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
     # or ``[keys] prefix = "vm_"`` (``vm_status``) so they never meet a user's own keys.
     keys: KeyScheme = BARE
@@ -156,19 +159,22 @@ def find_vault(start: Path) -> Path | None:
 def resolve_vault(
     flag: str | None, env: Mapping[str, str], cwd: Path, user: Mapping[str, Any]
 ) -> Path:
-    """Pick the vault: ``--vault PATH|NAME``, else ``VAULTMEM_VAULT``, else search upward."""
+    """Pick the vault: ``--vault PATH|NAME``, else ``VAULTMEM_VAULT``, else the nearest
+    vault upward from ``cwd``, else the user config's ``default_vault`` (as git finds its
+    repository: the folder you stand in wins over a configured default)."""
     named = table(user, "vaults")
     choice = flag or env.get("VAULTMEM_VAULT") or None
     if choice is None:
+        found = find_vault(cwd)
+        if found is not None:
+            return found
         choice = coerce(user.get("default_vault"), str, "default_vault")
         if choice is None:
-            found = find_vault(cwd)
-            if found is None:
-                raise ConfigError(
-                    "no vault found: pass --vault PATH, set VAULTMEM_VAULT, or run inside a "
-                    "folder with .vaultmem.toml or .obsidian/ (see `vaultmem init`)"
-                )
-            return found
+            raise ConfigError(
+                "no vault found: pass --vault PATH, set VAULTMEM_VAULT, run inside a "
+                "folder with .vaultmem.toml or .obsidian/ (see `vaultmem init`), or set "
+                "default_vault in the user config"
+            )
     if choice in named:
         choice = coerce(named[choice], str, f"vaults.{choice}")
     path = _vault_path(choice, cwd)
@@ -294,7 +300,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
         | {"folders", "memory", "query", "hooks", "embed", "llm", "rerank", "chroma", "keys"}
     ),
     "folders": frozenset({"inbox", "memory", "archive"}),
-    "memory": frozenset({"stm_half_life", "prior_weight", "review_share"}),
+    "memory": frozenset({"stm_half_life", "prior_weight", "review_share"} | set(TUNING_KEYS)),
     "query": frozenset({"expand"}),
     "hooks": frozenset({"start_server", "reinforce_max", "profile"}),
     "keys": frozenset({"prefix", "shared"}),
@@ -384,6 +390,23 @@ def _globs(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def excludes(value: Any, where: str = "exclude") -> tuple[str, ...]:
+    """The exclude globs: the defaults (:data:`DEFAULT_EXCLUDE`), then each of ``value``
+    in order: a glob is added, ``!glob`` takes that glob back out (a default included).
+
+    Example:
+        >>> excludes(["build/**", "!node_modules/**"])[-2:]
+        ('.trash/**', 'build/**')
+    """
+    out = list(DEFAULT_EXCLUDE)
+    for pattern in _globs(value, where) if value is not None else ():
+        if pattern.startswith("!"):
+            out = [p for p in out if p != pattern[1:]]
+        elif pattern and pattern not in out:
+            out.append(pattern)
+    return tuple(out)
+
+
 def _folder(value: Any, where: str, *, root_ok: bool = True) -> str:
     """A folder setting: a relative path that stays inside the vault, normalised."""
     text = coerce(value, str, where)
@@ -463,7 +486,7 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
         vault=vault,
         cache_dir=_cache_dir(vault, data.get("cache_dir")),
         include=_globs(data.get("include", list(DEFAULT_INCLUDE)), "include"),
-        exclude=_globs(data.get("exclude", list(DEFAULT_EXCLUDE)), "exclude"),
+        exclude=excludes(data.get("exclude")),
         collections=_collections(data),
         inbox_folder=_folder(folders.get("inbox", "inbox"), "folders.inbox"),
         memory_folder=_folder(folders.get("memory", "memory"), "folders.memory"),
@@ -471,6 +494,7 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
         stm_half_life=str(memory.get("stm_half_life", "3d")),
         prior_weight=fraction(memory.get("prior_weight", 0.2), "memory.prior_weight"),
         review_share=fraction(memory.get("review_share", 0.3), "memory.review_share"),
+        tuning=memory_tuning(memory),
         lock_timeout=at_least(data.get("lock_timeout", 30.0), float, "lock_timeout", 0),
         embed=_role(data, "embed"),
         llm=_role(data, "llm"),
@@ -555,12 +579,18 @@ def _layers(
     warnings += unknown_variables(env)
     layered = {k: v for k, v in user.items() if k not in USER_KEYS}
     layered = _merge(layered, vault_file)
-    layered = _merge(layered, _env_layer(env))
+    env_layer = _env_layer(env)
+    layered = _merge(layered, env_layer)
     flags: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(flags, dotted, value)
     layered = _merge(layered, flags)
+    # Excludes add up, layer after layer (each may take one back with "!glob").
+    layers = (user, vault_file, env_layer, flags)
+    added = [glob for data in layers for glob in _globs(data.get("exclude", []), "exclude")]
+    if added:
+        layered["exclude"] = added
     if not layered.get("embedder") and layered.get("embed", {}).get("url"):
         layered["embedder"] = "endpoint"
     return vault, layered, warnings

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from vaultmem.atomic import atomic_write
 from vaultmem.config import Config
-from vaultmem.errors import EndpointError, IndexStateError, NoteError, VaultmemError
+from vaultmem.errors import EndpointError, NoteError, VaultmemError
 from vaultmem.index import manifest as mf
 from vaultmem.index.records import (
     CHROMA_DIR,
@@ -180,8 +180,8 @@ def embed_vault(
     cache_dir = config.cache_dir
     with vault_lock(cache_dir, timeout=0, what="embed", name="embed.lock"):
         manifest = mf.load(cache_dir)
-        if not manifest.entries:
-            raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+        if not manifest.entries and not manifest.generation:
+            raise mf.not_indexed()  # indexed with no notes (a new vault): nothing to embed
         legacy_problem = _migrate_fragments(cache_dir)
         frag_cache = FragmentCache.load(cache_dir, embedder.max_chars)
         plan = _plan(config, manifest, frag_cache)

@@ -15,6 +15,7 @@ rebuilt by the next run, which says why.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import time
@@ -260,6 +261,7 @@ class _Run:
                 last_index=self._stamp(),
                 lexical_schema=SCHEMA_VERSION,
                 stamps=seen.dump(),
+                skipped=_skipped_meta(parsed, todo),
             )
         lexical.remove_generations(cache, generation)
         return _report(parsed, updated=0, unchanged=0, removed=0, rebuilt=True)
@@ -294,7 +296,11 @@ class _Run:
             store.delete(plan.removed)
             _save_relinked(relink, obsolete)
             store.set_meta(
-                fingerprint=fingerprint, pending="", last_index=self._stamp(), stamps=seen.dump()
+                fingerprint=fingerprint,
+                pending="",
+                last_index=self._stamp(),
+                stamps=seen.dump(),
+                skipped=_skipped_meta(parsed, todo),
             )
         updated = sum(1 for p in parsed.entries if p in stats)
         unchanged = store.count() - len(parsed.entries)
@@ -302,6 +308,14 @@ class _Run:
 
     def _stamp(self) -> str:
         return self.started.isoformat(timespec="seconds")
+
+
+def _skipped_meta(parsed: _Parsed, todo: Iterable[tuple[FileStat, bytes | None]]) -> str:
+    """The manifest's record of the notes this run could not parse (every one is read
+    again by each run, having no row, or a row of other content): path → [mtime, size]."""
+    failed = {s.path for s in parsed.skipped}
+    found = {f.path: [f.mtime_ns, f.size] for f, _ in todo if f.path in failed}
+    return json.dumps(found, sort_keys=True) if found else ""
 
 
 def _report(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from vaultmem.config import Config
@@ -11,7 +15,14 @@ from vaultmem.frontmatter.scan import check_encoding
 from vaultmem.index import manifest as mf
 from vaultmem.model import check_text
 from vaultmem.note import Note, iso, parse_note, read_raw
-from vaultmem.vault import LinkResolver, NoteName, note_path, vault_relative, walk_notes
+from vaultmem.vault import (
+    LinkResolver,
+    NoteName,
+    note_path,
+    strip_md,
+    vault_relative,
+    walk_notes,
+)
 
 
 def note_names(config: Config, *, read_unindexed: bool = False) -> list[NoteName]:
@@ -63,8 +74,64 @@ def resolve(config: Config, name: str, *, write: bool = False) -> str:
     except NoteNotFound:
         vault_relative(config.vault, direct)  # a path out of the vault says so
         # Notes not indexed yet are known by file name only: read them and try again.
-        found = LinkResolver(note_names(config, read_unindexed=True)).resolve_name(name)
+        names = note_names(config, read_unindexed=True)
+        try:
+            found = LinkResolver(names).resolve_name(name)
+        except NoteNotFound:
+            raise NoteNotFound(not_found(name, names)) from None
     return note_path(config, found, write=write)
+
+
+def matching(names: Sequence[NoteName], text: str) -> list[str]:
+    """The paths of the notes whose title, an alias or path holds ``text`` (any case),
+    those it begins first, then the shorter titles."""
+    key = " ".join(strip_md(text.strip()).lower().split())
+    if not key:
+        return []
+    ranked = []
+    for n in names:
+        spellings = [" ".join(x.lower().split()) for x in (n.title, *n.aliases, strip_md(n.path))]
+        if any(key in x for x in spellings):
+            starts = any(
+                x.startswith(key) or x.rsplit("/", 1)[-1].startswith(key) for x in spellings
+            )
+            ranked.append((not starts, len(n.title), n.path))
+    return [path for *_, path in sorted(ranked)]
+
+
+def suggestions(names: Sequence[NoteName], name: str, limit: int = 5) -> list[str]:
+    """What a user who typed ``name`` could mean: the notes :func:`matching` it, else those
+    whose title, alias or file name is spelt alike; each shown by its title (its path when
+    another note has the same title)."""
+    found = matching(names, name)
+    if not found:
+        key = strip_md(name.strip()).lower()
+        spelt: dict[str, str] = {}
+        for n in names:
+            for spelling in (n.title, *n.aliases, PurePosixPath(n.path).stem):
+                spelt.setdefault(spelling.lower(), n.path)
+        close = difflib.get_close_matches(key, list(spelt), n=limit, cutoff=0.6)
+        found = list(dict.fromkeys(spelt[c] for c in close))
+    titles = {n.path: n.title for n in names}
+    shared = Counter(n.title.strip().lower() for n in names)
+    return [
+        titles[p] if titles[p] and shared[titles[p].strip().lower()] == 1 else p
+        for p in found[:limit]
+    ]
+
+
+def not_found(name: str, names: Sequence[NoteName]) -> str:
+    """The message for a name that finds no note, with the notes it could mean.
+
+    Example:
+        >>> not_found("Redis", [NoteName("decisions/Redis for caching.md", "Redis for caching")])
+        "no note called 'Redis'; did you mean 'Redis for caching'?"
+    """
+    found = [repr(x) for x in suggestions(names, name)]
+    if not found:
+        return f"no note called {name!r} (try a path, a title or an alias)"
+    listing = found[0] if len(found) == 1 else f"{', '.join(found[:-1])} or {found[-1]}"
+    return f"no note called {name!r}; did you mean {listing}?"
 
 
 def _plain(value: Any) -> Any:

@@ -60,13 +60,15 @@ class NoteMemory:
 
     def effective_confidence(self, now: datetime) -> float:
         """The confidence ranking uses at ``now``: the stored value, faded while nobody
-        confirms it (:func:`vaultmem.confidence.effective_confidence`)."""
+        confirms it, unless the note's type never fades
+        (:func:`vaultmem.confidence.effective_confidence`)."""
         return effective_confidence(
             self.confidence,
             now=now,
             last_confirmed=self.last_confirmed,
             created=self.state.created,
             mtime=self.first_seen,
+            note_type=self.type,
         )
 
     @property

@@ -329,7 +329,9 @@ def decay_value(
     return base * math.exp(-lam_dt)
 
 
-def decay_score(state: MemoryState, now: datetime, *, stretch_half_life: bool = False) -> float:
+def decay_score(
+    state: MemoryState, now: datetime, *, beta: float = BETA, stretch_half_life: bool = False
+) -> float:
     """The note's decay score ``s`` at ``now`` (see :func:`decay_value` for the formula).
 
     Δt is measured from the latest of last_used, created and mtime, like recency: an
@@ -340,6 +342,7 @@ def decay_score(state: MemoryState, now: datetime, *, stretch_half_life: bool = 
         state.half_life,
         state.use_count,
         state.strength,
+        beta=beta,
         stretch_half_life=stretch_half_life,
     )
 
@@ -354,6 +357,7 @@ def promotion_reason(
     threshold: float = PROMOTE_THRESHOLD,
     use_count: int = PROMOTE_USE_COUNT,
     window: timedelta = PROMOTE_WINDOW,
+    beta: float = BETA,
 ) -> str | None:
     """Why ``state`` should be promoted at ``now``, or ``None`` if it should not.
 
@@ -367,7 +371,7 @@ def promotion_reason(
     the score rule; choosing which notes are candidates at all (status, folder, minimum
     age) is the caller's business.
     """
-    score = decay_score(state, now)
+    score = decay_score(state, now, beta=beta)
     if score >= threshold:
         return f"score {score:.3f} >= {threshold:g}"
     if state.use_count >= use_count and state.created is not None:
@@ -386,7 +390,7 @@ def should_promote(state: MemoryState, now: datetime) -> bool:
 
 
 def should_forget(
-    state: MemoryState, now: datetime, *, threshold: float = FORGET_THRESHOLD
+    state: MemoryState, now: datetime, *, threshold: float = FORGET_THRESHOLD, beta: float = BETA
 ) -> bool:
     """gc test: ``s < 0.05``, not pinned, and the type is not durable.
 
@@ -395,7 +399,7 @@ def should_forget(
     """
     if state.pinned or is_durable(state.type):
         return False
-    return decay_score(state, now) < threshold
+    return decay_score(state, now, beta=beta) < threshold
 
 
 def review_priority(score: float, *, zone: tuple[float, float] = DANGER_ZONE) -> float:
@@ -552,6 +556,14 @@ def memory_prior(
     return 0.4 * r + 0.3 * c + 0.3 * q
 
 
+# What a pin adds, as a share of the prior's weight: +0.1 at the default weight 0.2, kept
+# over ClawMem's +0.3 by benchmarks/bench_pins.py (BENCHMARKS.md): with a twentieth of the
+# man-page dev notes pinned, +0.3 put a pinned note that is not the answer first for one
+# query in five and cost the queries whose answer is not pinned 9% MRR@10 (0.791 → 0.717;
+# +0.1: 1.3%), far past the 2% the memory prior may cost.
+PIN_SHARE = 0.5
+
+
 def ranked_score(
     relevance: float,
     prior: float,
@@ -559,10 +571,11 @@ def ranked_score(
     weight: float = PRIOR_WEIGHT,
     pinned: bool = False,
     superseded: bool = False,
-    pin_weight: float | None = None,
+    pin_bonus: float | None = None,
 ) -> float:
-    """Relevance first: ``relevance + weight·(prior − 0.5)``, plus ``pin_weight/2`` when
-    pinned (``pin_weight`` defaults to ``weight``), minus ``weight`` when superseded.
+    """Relevance first: ``relevance + weight·(prior − 0.5)``, plus ``pin_bonus`` when
+    pinned (default ``weight·PIN_SHARE``, i.e. ``weight/2``), minus ``weight`` when
+    superseded.
 
     ``relevance`` is the retrieval score normalised to [0, 1] (top result = 1). A note
     therefore overtakes another only when their relevances differ by less than the
@@ -570,7 +583,7 @@ def ranked_score(
     """
     score = relevance + weight * (prior - 0.5)
     if pinned:
-        score += (weight if pin_weight is None else pin_weight) / 2
+        score += weight * PIN_SHARE if pin_bonus is None else pin_bonus
     if superseded:
         score -= weight
     return score

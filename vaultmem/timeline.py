@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from vaultmem.config import Config
-from vaultmem.errors import IndexStateError, RequestError
+from vaultmem.errors import RequestError
 from vaultmem.index import manifest as mf
 from vaultmem.memory_state import parse_time
 from vaultmem.model import check_limit, check_text
@@ -48,6 +48,7 @@ Kind = Literal["created", "changed", "used", "linked", "committed"]
 # Also the order of events that share a timestamp: a note is created before it is changed.
 KINDS: tuple[Kind, ...] = ("created", "committed", "changed", "linked", "used")
 DEFAULT_AROUND = timedelta(days=7)
+MAX_AROUND = timedelta(days=36500)
 GIT_TIMEOUT_S = 20.0
 # Starts each commit in `git log` output; cannot occur in a sha, date or path.
 _RS = "\x1e"
@@ -90,14 +91,20 @@ class Timeline:
     since: datetime | None = None
     until: datetime | None = None
     git: bool = False
+    # Events a limit left out: those before the ones shown, and those after them.
+    earlier: int = 0
+    later: int = 0
 
     def as_json(self) -> dict[str, Any]:
-        """``{note, since, until, git, events}`` (dates ISO 8601 UTC, or null)."""
+        """``{note, since, until, git, earlier, later, events}`` (dates ISO 8601 UTC, or
+        null; ``earlier``/``later``: events a limit left out on either side)."""
         return {
             "note": self.note,
             "since": _iso(self.since) if self.since else None,
             "until": _iso(self.until) if self.until else None,
             "git": self.git,
+            "earlier": self.earlier,
+            "later": self.later,
             "events": [e.as_json() for e in self.events],
         }
 
@@ -213,13 +220,30 @@ def parse_when(text: str, now: datetime, *, end: bool = False) -> datetime:
 
 
 def parse_around(text: str) -> timedelta:
-    """``--around``: a duration (``7d``, ``36h``); ``0`` turns nearby notes off."""
+    """``--around``: a duration (``7d``, ``36h``) of at most a century; ``0`` turns
+    nearby notes off."""
     if text.strip() in ("0", "0d"):
         return timedelta(0)
     duration = parse_half_life(text)
     if duration is None:
         raise ValueError(f"invalid duration {text!r}: expected e.g. 7d, 36h or 0")
+    if duration > MAX_AROUND:
+        # Past the calendar's end for a date of today: say so, never an OverflowError.
+        raise ValueError(f"{text!r} is too long: at most {MAX_AROUND.days}d (a century)")
     return duration
+
+
+def centred(events: Sequence[Event], path: str, limit: int) -> tuple[list[Event], int, int]:
+    """At most ``limit`` of ``events`` (oldest first), centred on the note at ``path``
+    (its ``created`` event, else its first): (the events kept, how many earlier and how
+    many later ones were left out)."""
+    if len(events) <= limit:
+        return list(events), 0, 0
+    own = [i for i, e in enumerate(events) if e.path == path]
+    born = [i for i in own if events[i].kind == "created"]
+    anchor = (born or own or [0])[0]
+    start = min(max(anchor - (limit - 1) // 2, 0), len(events) - limit)
+    return list(events[start : start + limit]), start, len(events) - start - limit
 
 
 # --------------------------------------------------------------------------- git
@@ -333,7 +357,7 @@ def window_timeline(
     entries = _rows(config)
     if not entries and mf.read_state(config.cache_dir).last_index is None:
         # A window reads only the index: "no events" would hide why.
-        raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+        raise mf.not_indexed()
     events = [e for row in entries.values() for e in _entry_events(row, "", since, until)]
     commits = _span_log(config.vault, since, until, git_timeout)
     for commit in commits or ():

@@ -134,6 +134,19 @@ class NoteRules:
             return f"excluded by {self._pattern(rel)!r}"
         return None
 
+    def entry_kind(self, rel: str, entry: os.DirEntry[str]) -> str | None:
+        """What the walk makes of the folder entry ``entry`` at ``rel``: ``"folder"`` (it
+        enters it), ``"note"`` (it reads it) or None (neither)."""
+        if entry.is_dir(follow_symlinks=False):
+            return "folder" if self.folder_refusal(rel) is None else None
+        if (
+            entry.is_file()
+            and self.file_refusal(rel) is None
+            and not (entry.is_symlink() and self.real_refusal(rel))
+        ):
+            return "note"
+        return None
+
     def real_refusal(self, rel: str) -> str | None:
         """Why the symlinked file ``rel`` is not a note by where it really points (None:
         it is, or ``rel`` is no symlink).
@@ -184,14 +197,10 @@ def walk_notes(config: Config) -> Iterator[FileStat]:
             continue
         for entry in sorted(entries, key=lambda e: e.name):
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if rules.folder_refusal(rel) is None:
-                    stack.append(rel)
-            elif (
-                entry.is_file()
-                and rules.file_refusal(rel) is None
-                and not (entry.is_symlink() and rules.real_refusal(rel))
-            ):
+            kind = rules.entry_kind(rel, entry)
+            if kind == "folder":
+                stack.append(rel)
+            elif kind == "note":
                 st = entry.stat()
                 yield FileStat(rel, st.st_mtime_ns, st.st_size)
 

@@ -45,9 +45,23 @@ LINK_TYPES: tuple[str, ...] = (
     "refines",
     "duplicate_of",
     "caused_by",
+    "fixed_by",
     "contradicts",
     "promoted_from",
 )
+# How each link type reads from the note it points at: a note that another's backlink
+# reaches `via` a type is, to that note, its inverse ("A fixed_by B": B fixes A).
+LINK_INVERSES: dict[str, str] = {
+    "supersedes": "superseded_by",
+    "superseded_by": "supersedes",
+    "related": "related",
+    "refines": "refined_by",
+    "duplicate_of": "duplicated_by",
+    "caused_by": "causes",
+    "fixed_by": "fixes",
+    "contradicts": "contradicts",
+    "promoted_from": "promoted_to",
+}
 
 
 @dataclass(frozen=True)

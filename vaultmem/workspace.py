@@ -18,7 +18,9 @@ VAULT_TOML = """\
 
 # Which files are notes (globs over vault-relative paths; {a,b} braces work).
 # include = ["**/*.md"]
-# exclude = [".obsidian/**", ".vaultmem/**", ".git/**", ".trash/**", "node_modules/**"]
+# Excludes add to the defaults (.obsidian, .vaultmem, .git, .trash, node_modules);
+# "!node_modules/**" takes one back.
+# exclude = ["build/**", "vendor/**"]
 
 # Keep the indexes outside the vault (for Obsidian Sync / iCloud vaults).
 # cache_dir = "~/.cache/vaultmem/my-vault"
@@ -78,6 +80,8 @@ class VaultStatus:
     # path → its warnings: owned values invalid and treated as absent, keys written twice.
     note_warnings: dict[str, list[str]] = field(default_factory=dict)
     surfaced: int = 0  # `surface` runs in its log
+    # Notes the last `index` could not parse (it says why), unchanged since: not stale.
+    skipped: int = 0
 
     @property
     def stale(self) -> int:
@@ -114,11 +118,16 @@ def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultS
         lambda store: _IndexFacts.read(config.cache_dir, store, bool(models)),
     )
     plan = mf.plan(facts.stats, walk_notes(config))
+    # A note the last `index` could not parse is not new or changed until its file is.
+    failed = facts.state.skipped_notes()
+    skipped = {
+        f.path for f in (*plan.new, *plan.changed) if failed.get(f.path) == (f.mtime_ns, f.size)
+    }
     return VaultStatus(
         notes=len(plan.new) + len(plan.changed) + len(plan.unchanged),
         indexed=len(facts.stats),
-        new=len(plan.new),
-        changed=len(plan.changed),
+        new=sum(1 for f in plan.new if f.path not in skipped),
+        changed=sum(1 for f in plan.changed if f.path not in skipped),
         removed=len(plan.removed),
         last_index=facts.state.last_index,
         cache_bytes=cache_size(config.cache_dir),
@@ -129,6 +138,7 @@ def vault_status(config: Config, models: dict[str, int] | None = None) -> VaultS
         index_problem=facts.problem,
         note_warnings={p: list(w) for p, w in sorted(facts.warnings.items())},
         surfaced=log_count(config),
+        skipped=len(skipped),
     )
 
 

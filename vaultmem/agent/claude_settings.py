@@ -476,6 +476,12 @@ def hook_problems(command: str, project: Path | None = None) -> list[str]:
     executable = (_vaultmem_words(command) or shlex.split(command))[0]
     why = [] if shutil.which(executable) else [f"{executable} not found"]
     vault = hook_vault(command, project)
-    if vault is not None and not Path(vault).is_dir():
+    if vault is not None and not Path(os.path.expanduser(vault)).is_absolute():
+        # Looked for from each event's cwd: a different folder in every project.
+        why.append(
+            f"vault {vault!r} is relative: each event looks for it from its own project; "
+            "`vaultmem --vault PATH hooks install` writes the absolute path"
+        )
+    elif vault is not None and not Path(vault).is_dir():
         why.append(f"vault {vault} is missing")
     return why

@@ -134,8 +134,8 @@ def feedback(
     """Reinforce the notes surfaced in ``session`` that ``transcript`` shows were used.
 
     ``session``: the session id (else the one the transcript records); ``limit``: at most
-    this many notes per session (else ``hooks.reinforce_max``). Raises VaultmemError when
-    no session is known.
+    this many notes per session (else ``hooks.reinforce_max``, or none when ``[memory]
+    auto_reinforce`` is false). Raises VaultmemError when no session is known.
 
     Example:
         >>> feedback(config, Path("session.jsonl"), now=now).reinforced  # doctest: +SKIP
@@ -147,7 +147,9 @@ def feedback(
     session = session or transcript_session(transcript)
     if not session:
         raise VaultmemError(f"{transcript} names no session: give --session ID")
-    cap = config.hooks_reinforce_max if limit is None else limit
+    # [memory] auto_reinforce = false: nothing is reinforced unless asked with a limit.
+    automatic = config.hooks_reinforce_max if config.tuning.auto_reinforce else 0
+    cap = automatic if limit is None else limit
     record = surface.session_record(config, session)
     used = used_notes(config, transcript, record.notes)
     room = max(cap - len(record.reinforced), 0)  # the cap counts the whole session

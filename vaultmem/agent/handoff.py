@@ -200,28 +200,73 @@ def _lines(items: Iterable[Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))[:MAX_ITEMS]
 
 
-def _paragraph_lines(text: str) -> list[str]:
-    """The prose lines of a message: code blocks, headings and bullets' markers dropped."""
-    lines = (BULLET_RE.sub("", line) for line in FENCE_RE.sub("", text).splitlines())
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+def _paragraph_lines(text: str, *, keep_headings: bool = False) -> list[str]:
+    """The prose lines of a message: code blocks, headings (unless ``keep_headings``)
+    and bullets' markers dropped."""
+    lines = (BULLET_RE.sub("", line).strip() for line in FENCE_RE.sub("", text).splitlines())
+    return [line for line in lines if line and (keep_headings or not line.startswith("#"))]
 
 
-_NEXT_RE = re.compile(
-    r"^(?:next(?: steps?)?|todo|still to do|left to do)\s*[:\-–]\s*", re.IGNORECASE
+# The labels a reply files its lines under, by section: "Next step: …", "**Learned:**",
+# "## Next steps" (the lines after a label go under it until the next label).
+_LABELS = {
+    "next_steps": r"next(?: steps?)?|todo|to ?do|still to do|left to do|remaining|"
+    r"follow[- ]?ups?|open (?:items|questions)",
+    "learned": r"learned|learnings|lessons?(?: learned)?|what i learned|til|findings?|"
+    r"gotchas?|key (?:insights?|findings?|takeaways?)|insights?|takeaways?|root cause|notes?",
+    "done": r"done|did|completed|changes(?: made)?|what i did|what changed|summary|fixed",
+}
+_MARK = r"(?:\*\*|__)?"
+_LABEL_RE = re.compile(
+    rf"^(?:#+\s*)?{_MARK}\s*(?:(?P<next_steps>{_LABELS['next_steps']})|"
+    rf"(?P<learned>{_LABELS['learned']})|(?P<done>{_LABELS['done']}))"
+    rf"\s*{_MARK}\s*(?:[:\-–—]\s*{_MARK}\s*(?P<rest>.*)|$)",
+    re.IGNORECASE,
 )
+_HEADING_RE = re.compile(r"^#+\s")
+_LEARNED_RE = re.compile(r"^(?:it )?turns out\b|^i learned\b|^lesson\b", re.IGNORECASE)
+
+
+def reply_sections(text: str) -> dict[str, list[str]]:
+    """The lines of an assistant's last message, filed by section (``done``,
+    ``learned``, ``next_steps``): a line under a label ("Next step: …", "Learned:",
+    "**Next steps:**", "## Learned") goes to that label's section, as do the lines after
+    it until another label; "Turns out …" lines are learned; the rest is done. Code
+    blocks and list markers are dropped.
+
+    Example:
+        >>> reply_sections("Moved sessions.\nNext step: run k6.")["next_steps"]
+        ['run k6.']
+    """
+    found: dict[str, list[str]] = {"done": [], "learned": [], "next_steps": []}
+    section = "done"
+    for line in _paragraph_lines(text, keep_headings=True):
+        label = _LABEL_RE.match(line)
+        if label is None and _HEADING_RE.match(line):
+            continue  # a heading of no section's: its lines stay where they were
+        if label is not None:
+            section = next(name for name in found if label.group(name))
+            rest = (label.group("rest") or "").strip().strip("*_").strip()
+            if rest:
+                found[section].append(rest)
+            continue
+        found["learned" if _LEARNED_RE.match(line) else section].append(line)
+    return found
 
 
 def handoff_text(session: _Session, files: Sequence[str]) -> HandoffText:
     """The sections filled from the transcript alone (no model): the last request, what
-    was read or searched, the last assistant message (its ``Next:`` lines as next steps)."""
+    was read or searched, and the last assistant message filed by its labels
+    (:func:`reply_sections`: done, learned, next steps)."""
     assert session.looked is not None
-    lines = _paragraph_lines(session.last_reply)
+    sections = reply_sections(session.last_reply)
     return HandoffText(
         request=_line(session.request),
         investigated=_lines(session.looked),
-        done=_lines(line for line in lines if not _NEXT_RE.match(line)),
+        learned=_lines(sections["learned"]),
+        done=_lines(sections["done"]),
         files=tuple(files),
-        next_steps=_lines(_NEXT_RE.sub("", line) for line in lines if _NEXT_RE.match(line)),
+        next_steps=_lines(sections["next_steps"]),
     )
 
 

@@ -28,6 +28,7 @@ from vaultmem.api.reads import (
     index_changes,
     links,
     list_notes,
+    matching_notes,
     ranking,
     search,
     similar,
@@ -35,7 +36,13 @@ from vaultmem.api.reads import (
     surface,
     timeline,
 )
-from vaultmem.api.vaults import VaultHit, VaultOverview, search_vaults, vault_overview
+from vaultmem.api.vaults import (
+    VaultHit,
+    VaultOverview,
+    VaultsResult,
+    search_vaults,
+    vault_overview,
+)
 from vaultmem.api.writes import change, link, reinforce, remember, resolve_for_write
 
 __all__ = [
@@ -45,6 +52,7 @@ __all__ = [
     "SearchResult",
     "VaultHit",
     "VaultOverview",
+    "VaultsResult",
     "change",
     "excerpt",
     "get",
@@ -53,6 +61,7 @@ __all__ = [
     "link",
     "links",
     "list_notes",
+    "matching_notes",
     "ranking",
     "reinforce",
     "remember",

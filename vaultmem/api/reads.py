@@ -3,6 +3,7 @@ by name (get, list, links, timeline, status). Each takes its vault's lock."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -33,6 +34,7 @@ __all__ = [
     "index_changes",
     "links",
     "list_notes",
+    "matching_notes",
     "ranking",
     "resolved_filters",
     "search",
@@ -54,7 +56,7 @@ def ranking(config: Config, *, prior: bool, review: bool, now: datetime) -> Rank
     share = config.review_share if review else 0.0
     if weight == 0 and share == 0:
         return None
-    return RankingOptions(now=now, weight=weight, review_share=share)
+    return RankingOptions(now=now, weight=weight, review_share=share, tuning=config.tuning)
 
 
 @dataclass(frozen=True)
@@ -202,13 +204,26 @@ def index_changes(vault: OpenVault) -> tuple[str, ...]:
         ('inbox/',)
     """
     from vaultmem.index import manifest as mf
-    from vaultmem.index.stamps import Stamps, changes
+    from vaultmem.index.stamps import Stamps, changes, confirmed
+    from vaultmem.vault import NoteRules
 
+    config = vault.config
     try:
-        recorded = mf.read_state(vault.config.cache_dir).stamps
+        state = mf.read_state(config.cache_dir)
+        stamps = Stamps.parse(state.stamps)
+        found = changes(stamps, config.vault)
+        if not found or stamps is None:
+            return found
+        failed = [posixpath.split(p) for p in state.skipped_notes()]
+
+        def known(folder: str) -> set[str]:
+            none: set[str] = set()
+            indexed = mf.read(config.cache_dir, none, lambda store: store.names_in(folder))
+            return indexed | {name for where, name in failed if where == folder}
+
+        return confirmed(found, NoteRules(config), stamps.folders, known)
     except VaultmemError:
         return ()
-    return changes(Stamps.parse(recorded), vault.config.vault)
 
 
 def surface(vault: OpenVault, request: SurfaceRequest, *, now: datetime) -> SurfaceResult:
@@ -306,6 +321,26 @@ class NotePage:
 
 
 @vault_locked
+def matching_notes(vault: OpenVault, text: str) -> tuple[NoteName, ...]:
+    """The notes whose title, an alias or path holds ``text`` (any case), those it
+    begins first: what `forget --match` offers to act on.
+
+    Example:
+        >>> [n.title for n in matching_notes(vault, "redis")][0]  # doctest: +SKIP
+        'Redis for caching'
+    """
+    from vaultmem.lookup import matching, note_names
+    from vaultmem.model import check_text
+
+    check_text(text, "match")
+    if not text.strip():
+        raise RequestError("match must be non-empty text")
+    names = note_names(vault.config, read_unindexed=True)
+    by_path = {n.path: n for n in names}
+    return tuple(by_path[p] for p in matching(names, text))
+
+
+@vault_locked
 def list_notes(vault: OpenVault, *, after: str | None = None, limit: int = 100) -> NotePage:
     """The vault's notes by path, at most ``limit`` of them, those whose path sorts after
     ``after``: titles from the index (a note not indexed yet goes by its file name).
@@ -350,20 +385,26 @@ def timeline(vault: OpenVault, request: TimelineRequest, *, now: datetime) -> Ti
     Example:
         >>> timeline(vault, TimelineRequest("Redis for caching"), now=now).events  # doctest: +SKIP
     """
-    from vaultmem.timeline import note_timeline, window_timeline
+    from vaultmem.timeline import centred, note_timeline, window_timeline
 
     config = vault.config
     since, until = request.window(now)
     if request.note is None:
         found = window_timeline(config, since, until or now)
-    else:
-        from vaultmem.lookup import resolve
+        events = list(found.events[::-1] if request.newest_first else found.events)
+        shown = events[: request.limit]
+        cut = len(events) - len(shown)
+        earlier, later = (cut, 0) if request.newest_first else (0, cut)
+        return replace(found, events=tuple(shown), earlier=earlier, later=later)
+    from vaultmem.lookup import resolve
 
-        around = request.around_span()
-        path = resolve(config, request.note)
-        found = note_timeline(config, path, around=around, since=since, until=until)
-    events = found.events[::-1] if request.newest_first else found.events
-    return replace(found, events=events[: request.limit])
+    around = request.around_span()
+    path = resolve(config, request.note)
+    found = note_timeline(config, path, around=around, since=since, until=until)
+    limit = request.limit if request.limit is not None else len(found.events)
+    kept, earlier, later = centred(found.events, path, limit)
+    shown = kept[::-1] if request.newest_first else kept
+    return replace(found, events=tuple(shown), earlier=earlier, later=later)
 
 
 @vault_locked

@@ -1,6 +1,6 @@
 """The calls of :mod:`vaultmem.api` over several vaults: what each named vault holds
-(`vaults`), and one keyword search across vaults with the hits merged (`search --vault a
---vault b`, `--all-vaults`)."""
+(`vaults`), and one search across vaults with the hits merged (`search`, `vsearch` and
+`query` with `--vault a --vault b` or `--all-vaults`)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,22 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from vaultmem.api.open_vault import OpenVault
-from vaultmem.api.reads import search
+from vaultmem.api.reads import SearchResult, search
 from vaultmem.config import Config, NamedVault
-from vaultmem.errors import RequestError, VaultmemError
+from vaultmem.errors import VaultmemError
 from vaultmem.model import Hit, SearchRequest
 
 if TYPE_CHECKING:
     from vaultmem.workspace import VaultStatus
 
-__all__ = ["VaultHit", "VaultOverview", "index_state", "search_vaults", "vault_overview"]
+__all__ = [
+    "VaultHit",
+    "VaultOverview",
+    "VaultsResult",
+    "index_state",
+    "search_vaults",
+    "vault_overview",
+]
 
 
 # --- what each vault holds ---------------------------------------------------------------
@@ -104,47 +111,106 @@ class VaultHit:
         }
 
 
+@dataclass(frozen=True)
+class VaultsResult:
+    """A search over several vaults: the merged hits, the vaults left out with why
+    (``skipped``: (name, one-line reason), e.g. a vault never indexed), and each searched
+    vault's own result (its degraded stages, for a hybrid search)."""
+
+    hits: tuple[VaultHit, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+    results: tuple[tuple[str, SearchResult], ...] = ()
+
+
 def search_vaults(
     vaults: Sequence[tuple[str, OpenVault]], request: SearchRequest, *, now: datetime
-) -> tuple[VaultHit, ...]:
-    """One keyword search in each vault (``(name, vault)`` pairs), merged into the best
-    ``request.limit`` hits of all.
+) -> VaultsResult:
+    """One search in each vault (``(name, vault)`` pairs), in the request's mode, merged
+    into the best ``request.limit`` hits of all. A vault whose search fails (not indexed,
+    a damaged index, no vectors) is left out and named in ``skipped``; when every vault
+    fails, the first one's error is raised (its class, and so its exit code, kept).
 
-    How the scores meet: BM25F is not on one scale across indexes. A term's IDF grows
+    How the scores meet. BM25F is not on one scale across indexes: a term's IDF grows
     with the log of the vault's note count, so the same match scores about three times
     higher in a vault of a thousand notes than in one of ten; the raw scores as shipped
     would bury a small vault. Normalising each vault's list by its own hits (dividing by
     its best hit, or z-scores over its top hits) is no better: it gives every vault's best
     hit the same score whether it matches every word or one word by prefix, so a vault
-    with nothing relevant interleaves with one that has the answer. Each hit's score is
-    instead divided by its vault's ceiling for the query
-    (:meth:`~vaultmem.index.lexical.LexicalIndex.score_ceiling`: the most any note of
-    that vault could score, Σ over the query's terms of (K1 + 1) × IDF, a word the vault
-    lacks counting at its highest IDF). That depends on the query and the vault's
-    statistics, never on which notes matched: the merged score says which share of the
-    query a note matches, in its own vault's terms, so a note matching every word well
-    beats one matching a single word in a vault of any size. One constant per vault keeps
-    each vault's own order (memory prior included); ties go by vault order, then path.
+    with nothing relevant interleaves with one that has the answer. So:
+
+    - keyword: each hit's score is divided by its vault's ceiling for the query
+      (:meth:`~vaultmem.index.lexical.LexicalIndex.score_ceiling`: the most any note of
+      that vault could score, Σ over the query's terms of (K1 + 1) × IDF, a word the
+      vault lacks counting at its highest IDF), which depends on the query and the
+      vault's statistics, never on which notes matched: the share of the query a note
+      matches, in its own vault's terms;
+    - semantic: the scores are cosine similarities (moved by the bounded memory prior),
+      one scale wherever the vaults use one embedding model;
+    - hybrid: a vault's fused scores are relative to its own best hit, so each vault's
+      hits are scaled by how well its best hit matches the query in absolute terms: the
+      cosine of the best original-query vector match among its hits, else the keyword
+      share above.
+
+    One factor per vault keeps each vault's own order (memory prior included); ties go
+    by vault order, then path.
 
     Example:
         >>> pairs = [("work", work), ("home", home)]
-        >>> search_vaults(pairs, SearchRequest("redis"), now=now)[0].vault  # doctest: +SKIP
+        >>> search_vaults(pairs, SearchRequest("redis"), now=now).hits[0].vault  # doctest: +SKIP
         'work'
     """
-    if request.mode != "keyword":
-        raise RequestError(f"a search over several vaults is a keyword search, not {request.mode}")
     merged: list[tuple[float, int, str, VaultHit]] = []
+    skipped: list[tuple[str, str]] = []
+    results: list[tuple[str, SearchResult]] = []
+    first_error: VaultmemError | None = None
     for order, (name, vault) in enumerate(vaults):
         try:
-            hits = search(vault, request, now=now).hits
-            with vault.lock:
-                ceiling = vault.lexical().score_ceiling(request.query) if hits else 1.0
+            result = search(vault, request, now=now)
+            factor = _merge_factor(vault, request, result)
         except VaultmemError as exc:
-            # Say which vault: the error keeps its class (and so its exit code).
-            exc.args = (f"vault {name}: {exc}",)
-            raise
-        for hit in hits:
-            score = hit.score / ceiling if ceiling > 0 else 0.0
+            skipped.append((name, str(exc)))
+            first_error = first_error or exc
+            continue
+        results.append((name, result))
+        for hit in result.hits:
+            score = hit.score * factor
             merged.append((-score, order, hit.path, VaultHit(name, hit, score)))
+    if first_error is not None and not results:
+        # Say which vault: the error keeps its class (and so its exit code).
+        first_error.args = (f"vault {skipped[0][0]}: {first_error}",)
+        raise first_error
     merged.sort(key=lambda item: item[:3])
-    return tuple(item[3] for item in merged[: request.limit])
+    hits = tuple(item[3] for item in merged[: request.limit])
+    return VaultsResult(hits, tuple(skipped), tuple(results))
+
+
+def _merge_factor(vault: OpenVault, request: SearchRequest, result: SearchResult) -> float:
+    """What one vault's hit scores are multiplied by to meet the other vaults' (see
+    :func:`search_vaults`)."""
+    if not result.hits or request.mode == "semantic":
+        return 1.0
+    if request.mode == "keyword":
+        with vault.lock:
+            ceiling = vault.lexical().score_ceiling(request.query)
+        return 1.0 / ceiling if ceiling > 0 else 0.0
+    top = max(hit.score for hit in result.hits)
+    return _evidence(vault, request, result) / top if top > 0 else 0.0
+
+
+def _evidence(vault: OpenVault, request: SearchRequest, result: SearchResult) -> float:
+    """How well a hybrid result's best hit answers the query, on a scale every vault
+    shares: the best cosine of the original query's vector list among its hits, else the
+    best keyword share (score over the vault's ceiling) of its original keyword list."""
+    found = result.query
+    if found is None:
+        return 1.0
+    best = {"vec:original": 0.0, "bm25:original": 0.0}
+    for trace in found.traces:
+        for name, score in trace.lists:
+            if name in best and score is not None:
+                best[name] = max(best[name], score.score)
+    if best["vec:original"] > 0:
+        return best["vec:original"]
+    with vault.lock:
+        ceiling = vault.lexical().score_ceiling(request.query)
+    return best["bm25:original"] / ceiling if ceiling > 0 else 0.0

@@ -174,17 +174,30 @@ def _root(
         None,
         "--vault",
         "-V",
-        help="Vault folder or named vault (else $VAULTMEM_VAULT, else searched upward).",
+        help="Vault folder or named vault (else $VAULTMEM_VAULT, else searched upward, else "
+        "default_vault).",
         show_default=False,
     ),
     cache_dir: Path = typer.Option(
         None, "--cache-dir", help="Keep the indexes here instead of <vault>/.vaultmem."
     ),
+    exclude: list[str] = typer.Option(
+        None,
+        "--exclude",
+        metavar="GLOB",
+        help="Also leave out the files GLOB matches (repeat it; !GLOB takes back an exclude "
+        "of the defaults or the config).",
+        show_default=False,
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version."
     ),
 ) -> None:
-    ctx.obj = {"vault": vault, "cache_dir": str(cache_dir) if cache_dir else None}
+    ctx.obj = {
+        "vault": vault,
+        "cache_dir": str(cache_dir) if cache_dir else None,
+        "exclude": list(exclude) if exclude else None,
+    }
 
 
 def load_config(
@@ -197,7 +210,7 @@ def load_config(
 
     root = ctx.find_root()
     obj = root.obj if isinstance(root.obj, dict) else {}
-    flags = {"cache_dir": obj.get("cache_dir"), **overrides}
+    flags = {"cache_dir": obj.get("cache_dir"), "exclude": obj.get("exclude"), **overrides}
     env = dict(os.environ)
     loaded = config.load(
         vault_flag=vault_flag or obj.get("vault"), env=env, cwd=cwd or Path.cwd(), overrides=flags

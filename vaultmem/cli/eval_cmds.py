@@ -25,7 +25,7 @@ def _runner(
     each stage `query` skipped is told once."""
     from vaultmem import api
     from vaultmem.cli import clock
-    from vaultmem.cli.query_cmds import stage_line
+    from vaultmem.cli.read_cmds import stage_line
     from vaultmem.model import SearchRequest
 
     vault = api.OpenVault(config, warm=True)

@@ -82,11 +82,12 @@ def hook(
     vault (a note in handoffs/); pre-compact and session-end start `extract` and
     `handoff` on the transcript in a detached process and return at once; stop prints
     nothing. The vault is --vault, else $VAULTMEM_VAULT, else found upward from the
-    event's cwd (a relative --vault too). It never breaks the agent: any failure exits 0
-    with no output and one line in <cache>/hooks.log (~/.cache/vaultmem/hooks.log when
-    there is no vault); a vault it cannot open is also said once a session in the
-    agent's context (by prompt or session-start). --profile (prompt) chooses how much
-    surfacing says. `hooks install --claude` wires it into Claude Code.
+    event's cwd (a relative --vault too), else default_vault. It never breaks the agent:
+    any failure exits 0 with no output and one line in <cache>/hooks.log
+    (~/.cache/vaultmem/hooks.log when there is no vault); a vault it cannot open is also
+    said once a session in the agent's context (by prompt or session-start). --profile
+    (prompt) chooses how much surfacing says. `hooks install --claude` wires it into
+    Claude Code.
 
     Example:
         echo '{"prompt": "how do we pool connections?"}' | vaultmem -V ~/notes hook prompt
@@ -408,6 +409,9 @@ def install(
         )
         if transport == "http":
             notes.append(_token_note(where.path))
+    if claude and not shared:
+        # Said, because a relative path would be looked for from each event's project.
+        notes.append(f"the hooks name the vault by its absolute path: {config.vault}")
     for change, done in writes:
         _write(change, dry_run, done)
     for note in dict.fromkeys(notes):

@@ -208,6 +208,8 @@ def status(
         f"stale:        {info.stale} ({info.new} new, {info.changed} changed, "
         f"{info.removed} removed)"
     )
+    if info.skipped:
+        typer.echo(f"skipped:      {info.skipped} (cannot be parsed: `vaultmem index` says why)")
     typer.echo(f"last index:   {info.last_index or 'never'}")
     if info.index_problem:
         typer.echo(f"index:        needs `vaultmem index` ({info.index_problem})")

@@ -180,7 +180,10 @@ def review(
     if not items:
         typer.echo("nothing to review", err=True)
         return
-    wide = max(len("path"), *(len(item.path) for item in items))
-    typer.echo(f"{'priority':>8}  {'score':>5}  {'path':<{wide}}  title")
+    from vaultmem.cli.columns import cells, left
+
+    wide = max(cells("path"), *(cells(item.path) for item in items))
+    typer.echo(f"{'priority':>8}  {'score':>5}  {left('path', wide)}  title")
     for item in items:
-        typer.echo(f"{item.priority:>8.2f}  {item.score:>5.3f}  {item.path:<{wide}}  {item.title}")
+        row = f"{item.priority:>8.2f}  {item.score:>5.3f}  {left(item.path, wide)}  {item.title}"
+        typer.echo(row)

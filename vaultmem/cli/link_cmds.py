@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # (whoosh) for `--help`; test_links checks this text names every type of LINK_TYPES.
 _TYPES_HELP = (
     "Link type: supersedes, superseded_by, related, refines, duplicate_of, caused_by, "
-    "contradicts, promoted_from."
+    "fixed_by (a failure to its fix), contradicts, promoted_from."
 )
 
 
@@ -54,13 +54,16 @@ def link(
     """Add a typed link from note A to note B ("[[B]]" in A's frontmatter list).
 
     Paired types are written on both ends: supersedes <-> superseded_by, and the
-    symmetric related and contradicts; refines, duplicate_of, caused_by and
-    promoted_from are one-way. supersedes also sets status: superseded on B, and
-    superseded_by on A (an archived or forgotten note keeps its status). A link that is
-    already there, in any spelling, is reported and nothing is rewritten.
+    symmetric related and contradicts; refines, duplicate_of, caused_by, fixed_by (from
+    a failure to the note that fixed it) and promoted_from are one-way, and B's
+    backlinks show them read backwards (fixed_by → fixes). supersedes also sets status:
+    superseded on B, and superseded_by on A (an archived or forgotten note keeps its
+    status). A link that is already there, in any spelling, is reported and nothing is
+    rewritten.
 
     Example:
         vaultmem --vault example-vault link "Background job queues" "Flaky tests in CI"
+        vaultmem link "Flaky tests in CI" "pytest-xdist port collisions" -t fixed_by
     """
     from vaultmem import api
 
@@ -106,9 +109,16 @@ def _print_links(found: NoteLinks) -> None:
     for ref in found.wikilinks:
         typer.echo(f"  {_ref_line(ref.target, ref.path)}")
     typer.echo("\nbacklinks:" if found.backlinks else "\nbacklinks: none")
+    from vaultmem.memory.links import PAIRED
+
     vias: dict[str, list[str]] = {}
     for back in found.backlinks:
-        vias.setdefault(back.path, []).append(back.via)
+        # A one-way type reads backwards here: "fixed_by → fixes" (this note fixes it);
+        # a paired one is written on this note too, under its own name.
+        one_way = back.via not in PAIRED and back.inverse != back.via
+        vias.setdefault(back.path, []).append(
+            f"{back.via} → {back.inverse}" if one_way else back.via
+        )
     for path, via in vias.items():
         typer.echo(f"  {path}  ({', '.join(via)})")
 

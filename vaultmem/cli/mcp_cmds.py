@@ -24,8 +24,8 @@ from vaultmem.cli.options import HOST, NO_AUTH, TOKEN
 if TYPE_CHECKING:
     from mcp.server import MCPServer
 
-    from vaultmem.api import OpenVault
     from vaultmem.servers.auth import ServerAuth
+    from vaultmem.servers.vault_choice import VaultChoice
 
 
 @app.command()
@@ -59,7 +59,9 @@ def mcp(
         vaultmem --vault ~/notes mcp --http --port 8766
     """
     from vaultmem.api import OpenVault
+    from vaultmem.inference.http import BREAKERS, SERVER_BREAKER_S
 
+    BREAKERS.window = SERVER_BREAKER_S  # a dead endpoint is tried again a minute later
     config = load_config(ctx)
     auth = None
     if http:
@@ -69,8 +71,12 @@ def mcp(
         auth = server_auth(config.cache_dir, given=token, no_auth=no_auth)
         check_bind(host, auth.token)
     with _stdout_to_stderr():
+        from vaultmem.cli.vaults_cmds import named_for_mcp
+        from vaultmem.servers.vault_choice import VaultChoice
+
         vault = OpenVault(config, warm=True)
-        server = _build(vault)
+        vaults = VaultChoice(vault, *named_for_mcp(ctx))
+        server = _build(vaults)
     try:
         if auth is not None:
             _serve_http(server, host, port, auth)
@@ -79,19 +85,20 @@ def mcp(
     except KeyboardInterrupt:  # SIGINT, or SIGTERM (Terminated): the way a server ends
         pass
     finally:
+        vaults.close()
         vault.close()
 
 
-def _build(vault: OpenVault) -> MCPServer:
+def _build(vaults: VaultChoice) -> MCPServer:
     """The server, and a thread opening the searcher, vectors and model meanwhile (the
     first tool call waits on the vault's lock rather than paying for them itself)."""
     from vaultmem.servers.mcp import make_server
 
     def warm() -> None:
-        for problem in vault.warm_up():
+        for problem in vaults.main.warm_up():
             typer.echo(f"vaultmem: warm-up: {problem}", err=True)
 
-    server = make_server(vault, clock=clock)  # first: its instructions read the vault
+    server = make_server(vaults, clock=clock)  # first: its instructions read the vault
     threading.Thread(target=warm, name="vaultmem-warm", daemon=True).start()
     return server
 

@@ -321,15 +321,61 @@ def unsnooze(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON
 
 
 @app.command()
-def forget(ctx: typer.Context, notes: list[str] = NOTES, json_out: bool = JSON) -> None:
+def forget(
+    ctx: typer.Context,
+    notes: list[str] = typer.Argument(
+        None, metavar="NOTE...", help="Notes by path, title, alias or file name."
+    ),
+    match: str = typer.Option(
+        None,
+        "--match",
+        metavar="TEXT",
+        help="The notes whose title, alias or path holds TEXT: listed, and forgotten "
+        "only with --yes.",
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --match: forget them all."),
+    json_out: bool = JSON,
+) -> None:
     """Forget notes (status: forgotten): hidden from every result, kept on disk.
 
-    `search --status forgotten` still finds them; `restore` brings them back.
+    `search --status forgotten` still finds them; `restore` brings them back. --match
+    TEXT lists every note whose title, alias or path holds TEXT and forgets them only
+    with --yes (without it nothing is written).
 
     Example:
         vaultmem forget "Memcached for session cache"
+        vaultmem forget --match memcached
+        vaultmem forget --match memcached --yes
     """
-    _change(ctx, "forget", notes, json_out)
+    if match is None:
+        if not notes:
+            raise typer.BadParameter("name the notes, or give --match TEXT", param_hint="NOTE")
+        _change(ctx, "forget", notes, json_out)
+        return
+    if notes:
+        raise typer.BadParameter("give notes or --match, not both", param_hint="--match")
+    _forget_matching(ctx, match, yes, json_out)
+
+
+def _forget_matching(ctx: typer.Context, text: str, yes: bool, json_out: bool) -> None:
+    """`forget --match`: the candidates, and with --yes the forgetting of them all."""
+    from vaultmem import api
+
+    vault = open_vault(ctx)
+    found = api.matching_notes(vault, text)
+    if not found:
+        typer.echo(f"no note's title, alias or path holds {text!r}", err=True)
+        raise typer.Exit(1)
+    if yes:
+        _change(ctx, "forget", [n.path for n in found], json_out)
+        return
+    for note in found:
+        if json_out:
+            typer.echo(json.dumps({"path": note.path, "title": note.title}, ensure_ascii=False))
+        else:
+            typer.echo(f"{note.path}  ({note.title})")
+    many = "this note" if len(found) == 1 else f"these {len(found)} notes"
+    typer.echo(f"nothing forgotten: add --yes to forget {many}", err=True)
 
 
 @app.command()

@@ -23,6 +23,17 @@ NOTES = typer.Argument(..., metavar="NOTE...", help="Notes by path, title, alias
 NOTE = typer.Argument(
     ..., metavar="NOTE", help="Path, title, alias or file name of the note.", show_default=False
 )
+# `search`, `vsearch` and `query` over several vaults, merged (vaultmem.api.search_vaults).
+VAULT_NAMES = typer.Option(
+    [],
+    "--vault",
+    metavar="VAULT",
+    help="Search this vault (a folder or named vault; repeatable) and merge the hits, "
+    "each naming its vault.",
+)
+ALL_VAULTS = typer.Option(
+    False, "--all-vaults", help="Search every named vault (`vaultmem vaults` lists them)."
+)
 # The servers' (`serve`, `mcp --http`): where to listen, and the token every request
 # carries (vaultmem.servers.auth): the vault's own unless --token names one or --no-auth
 # asks for none.

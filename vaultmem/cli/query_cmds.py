@@ -8,17 +8,12 @@ from typing import TYPE_CHECKING
 import typer
 
 from vaultmem.cli import app
-from vaultmem.cli.options import JSON, LIMIT, search_options
-from vaultmem.cli.read_cmds import run_search, stale_hint
+from vaultmem.cli.options import ALL_VAULTS, JSON, LIMIT, VAULT_NAMES, search_options
+from vaultmem.cli.read_cmds import run_search, search_across, stage_lines, stale_hint
 from vaultmem.model import Filters, SearchRequest
 
 if TYPE_CHECKING:
-    from vaultmem.retrieval.query_types import QueryResult, Stage, StageScore, Trace
-
-
-def stage_line(stage: Stage) -> str:
-    """The one stderr line of a skipped or failed stage."""
-    return f"vaultmem: {stage.name} skipped: {stage.detail}"
+    from vaultmem.retrieval.query_types import QueryResult, StageScore, Trace
 
 
 def _cell(score: StageScore | None) -> str:
@@ -149,6 +144,8 @@ def query(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No stderr line for stages skipped for want of a model."
     ),
+    vault_names: list[str] = VAULT_NAMES,
+    all_vaults: bool = ALL_VAULTS,
     filters: Filters = Filters(),
     prior: bool = True,
     review: bool = True,
@@ -179,9 +176,15 @@ def query(
     alias) puts X's note first, then the notes linking to and from it; what is the
     pipeline alone.
 
+    --vault (repeatable, after `query`) or --all-vaults asks several vaults and merges
+    their hits, each naming its vault: each vault's scores are scaled by how well its
+    best hit matches the question (its cosine, else its share of the keywords); a vault
+    that cannot be searched is one warning line and the others answer.
+
     Example:
         vaultmem --vault example-vault query "that thing about caching we decided" -n 3
         vaultmem --vault example-vault query "why did we drop Memcached?" --explain
+        vaultmem query "how do we deploy?" --vault work --vault ~/notes
     """
     from vaultmem import api
     from vaultmem.cli import clock, open_vault
@@ -189,11 +192,14 @@ def query(
     request = SearchRequest(
         text, "hybrid", limit, filters, prior, review, candidates, intent, expand, not no_rerank
     )
+    if vault_names or all_vaults:
+        search_across(ctx, request, vault_names, all_vaults, json_out, explain)
+        return
     if not explain:
         found = run_search(ctx, request, json_out).query
         if not quiet and found is not None:
-            for stage in found.degraded:
-                typer.echo(stage_line(stage), err=True)
+            for line in stage_lines(found.degraded):
+                typer.echo(line, err=True)
         return
     result = api.search(open_vault(ctx), request, now=clock()).query
     assert result is not None
@@ -203,8 +209,8 @@ def query(
             payload = {**hit.as_json(), "explain": {**shared, **trace.as_json()}}
             typer.echo(json.dumps(payload, ensure_ascii=False))
         if not quiet:
-            for stage in result.degraded:
-                typer.echo(stage_line(stage), err=True)
+            for line in stage_lines(result.degraded):
+                typer.echo(line, err=True)
     else:
         print_explain(result)
     stale_hint(ctx)

@@ -9,12 +9,34 @@ from typing import TYPE_CHECKING
 import typer
 
 from vaultmem.cli import app, clock, open_vault
-from vaultmem.cli.options import JSON, LIMIT, NOTES, search_options
+from vaultmem.cli.options import ALL_VAULTS, JSON, LIMIT, NOTES, VAULT_NAMES, search_options
 from vaultmem.model import Filters, Hit, SearchRequest
 
 if TYPE_CHECKING:
     from vaultmem.api import SearchResult, VaultHit
     from vaultmem.retrieval.memory_rank import Ranked
+    from vaultmem.retrieval.query_types import Stage
+
+
+def stage_line(stage: Stage) -> str:
+    """The one stderr line of a skipped or failed stage."""
+    return f"vaultmem: {stage.name} skipped: {stage.detail}"
+
+
+def stage_lines(stages: Sequence[Stage]) -> list[str]:
+    """The stderr lines of the degraded stages: one a stage, but one for all the stages
+    an unreachable endpoint cost (its first failure says why)."""
+    lines, said = [], set()
+    for stage in stages:
+        if stage.endpoint in said:
+            continue
+        if stage.endpoint:
+            said.add(stage.endpoint)
+            names = [s.name for s in stages if s.endpoint == stage.endpoint]
+            lines.append(f"vaultmem: {', '.join(names)} skipped: {stage.detail}")
+        else:
+            lines.append(stage_line(stage))
+    return lines
 
 
 def print_hits(hits: Sequence[Hit | VaultHit], json_out: bool) -> None:
@@ -77,16 +99,8 @@ def search(
     explain: bool = typer.Option(
         False, "--explain", help="Show each hit's BM25F score and rank and what the prior did."
     ),
-    vault_names: list[str] = typer.Option(
-        [],
-        "--vault",
-        metavar="VAULT",
-        help="Search this vault (a folder or named vault; repeatable) and merge the hits, "
-        "each naming its vault.",
-    ),
-    all_vaults: bool = typer.Option(
-        False, "--all-vaults", help="Search every named vault (`vaultmem vaults` lists them)."
-    ),
+    vault_names: list[str] = VAULT_NAMES,
+    all_vaults: bool = ALL_VAULTS,
     filters: Filters = Filters(),
     prior: bool = True,
     review: bool = True,
@@ -115,7 +129,7 @@ def search(
     """
     request = SearchRequest(query, "keyword", limit, filters, prior, review)
     if vault_names or all_vaults:
-        _search_vaults(ctx, request, vault_names, all_vaults, json_out, explain)
+        search_across(ctx, request, vault_names, all_vaults, json_out, explain)
         return
     if not explain:
         run_search(ctx, request, json_out)
@@ -140,15 +154,17 @@ def search(
     stale_hint(ctx)
 
 
-def _search_vaults(
+def search_across(
     ctx: typer.Context,
     request: SearchRequest,
     names: list[str],
     every: bool,
     json_out: bool,
-    explain: bool,
+    explain: bool = False,
 ) -> None:
-    """`search --vault a --vault b` / `--all-vaults`: the merged hits, each naming its vault."""
+    """`search`/`vsearch`/`query` with `--vault a --vault b` or `--all-vaults`: the merged
+    hits, each naming its vault; a vault that cannot be searched is one stderr line, and
+    the others still answer."""
     from vaultmem import api
     from vaultmem.cli.vaults_cmds import open_vaults
 
@@ -156,7 +172,19 @@ def _search_vaults(
         raise typer.BadParameter(
             "--explain shows one vault's ranking: search one vault", param_hint="--explain"
         )
-    print_hits(api.search_vaults(open_vaults(ctx, names, every), request, now=clock()), json_out)
+    opened, failed = open_vaults(ctx, names, every)
+    if not opened and failed:
+        raise failed[0][1]
+    for name, error in failed:
+        typer.echo(f"vaultmem: warning: vault {name}: {error}: not searched", err=True)
+    found = api.search_vaults(opened, request, now=clock())
+    print_hits(list(found.hits), json_out)
+    for name, why in found.skipped:
+        typer.echo(f"vaultmem: warning: vault {name}: {why}: not searched", err=True)
+    for name, result in found.results:
+        degraded = result.query.degraded if result.query is not None else ()
+        for line in stage_lines(degraded):
+            typer.echo(line.replace("vaultmem: ", f"vaultmem: vault {name}: ", 1), err=True)
 
 
 def run_search(ctx: typer.Context, request: SearchRequest, json_out: bool) -> SearchResult:

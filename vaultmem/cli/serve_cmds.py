@@ -97,7 +97,7 @@ def serve(
     if background:
         _start_background(ctx, config, options, json_out)
     else:
-        _serve_here(config, options)
+        _serve_here(ctx, config, options)
 
 
 def _seconds(duration: str) -> float | None:
@@ -113,7 +113,7 @@ def _seconds(duration: str) -> float | None:
     return None if found is None else found.total_seconds()
 
 
-def _serve_here(config: Any, options: Any) -> None:
+def _serve_here(ctx: typer.Context, config: Any, options: Any) -> None:
     from vaultmem.servers.serve import quiet_loggers, serve
 
     err = sys.stderr  # the real one: forwarded commands swap sys.stderr while they run
@@ -131,7 +131,9 @@ def _serve_here(config: Any, options: Any) -> None:
         log(f"serving {found.vault} at {found.url} (pid {found.pid}{where})")
         log(f"clients authenticate with {describe(found.auth)}")
 
-    serve(config, options, log=log, on_ready=ready)
+    from vaultmem.cli.vaults_cmds import named_for_mcp
+
+    serve(config, options, log=log, on_ready=ready, named=named_for_mcp(ctx))
     log("stopped")
 
 

@@ -64,7 +64,9 @@ def timeline(
     those of its linked notes, and notes created or changed within --around of its
     dates. With --since/--until alone: every note's events in the window, read from the
     index and one git log (run `vaultmem index` first so new notes are seen). Dates are
-    UTC; --json "when" is ISO 8601 UTC.
+    UTC; --json "when" is ISO 8601 UTC. -n N keeps N events: around NOTE, centred on its
+    creation; in a window, the first N in the order shown; how many were left out on
+    each side is one line on stderr. --around is at most 36500d (a century).
 
     Example:
         vaultmem --vault example-vault timeline "Redis for caching"
@@ -74,7 +76,8 @@ def timeline(
     from vaultmem.timeline import TimelineRequest
 
     request = TimelineRequest(note, since, until, around, newest_first=reverse, limit=limit)
-    shown = api.timeline(open_vault(ctx), request, now=clock()).events
+    found = api.timeline(open_vault(ctx), request, now=clock())
+    shown = found.events
     if shown:
         # One write: a window of a big vault is tens of thousands of lines.
         lines = (
@@ -83,3 +86,8 @@ def timeline(
         typer.echo("\n".join(lines))
     if not shown and not json_out:
         typer.echo("no events", err=True)
+    if found.earlier or found.later:
+        typer.echo(
+            f"{found.earlier} earlier and {found.later} later events not shown (-n {limit})",
+            err=True,
+        )

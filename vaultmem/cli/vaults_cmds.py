@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from vaultmem.cli import app, load_config, open_vault
-from vaultmem.errors import ConfigError
+from vaultmem.errors import ConfigError, VaultmemError
 
 if TYPE_CHECKING:
     from vaultmem.api import OpenVault, VaultOverview
@@ -33,7 +34,8 @@ def vaults(
 
     The vaults are the `[vaults]` table of the user config (~/.config/vaultmem/config.toml,
     or $VAULTMEM_CONFIG); `*` marks `default_vault`, the one a command uses when neither
-    --vault nor $VAULTMEM_VAULT names one (a default given as a path is listed too). The
+    --vault nor $VAULTMEM_VAULT names one and no vault is found upward from the working
+    folder (a default given as a path is listed too). The
     index is fresh, stale (notes changed since the last `index`; how many in brackets),
     none (never indexed), missing (no such folder) or error (its configuration does not
     load). Read as `status` reads it: no note, model or vector store is opened. Any of
@@ -64,11 +66,13 @@ def vaults(
         for one in shown:
             typer.echo(json.dumps(one.as_json(), ensure_ascii=False))
         return
+    from vaultmem.cli.columns import cells, left
+
     rows = [_row(one) for one in shown]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    widths = [max(cells(row[i]) for row in rows) for i in range(3)]
     for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)]
-        typer.echo("  ".join([*cells, row[3]]))
+        padded = [left(cell, width) for cell, width in zip(row[:3], widths, strict=True)]
+        typer.echo("  ".join([*padded, row[3]]))
 
 
 def _row(shown: VaultOverview) -> tuple[str, str, str, str]:
@@ -80,10 +84,14 @@ def _row(shown: VaultOverview) -> tuple[str, str, str, str]:
     return (f"{'*' if shown.default else ' '} {name}", shown.path, notes, f"index {state}{why}")
 
 
-def open_vaults(ctx: typer.Context, names: list[str], every: bool) -> list[tuple[str, OpenVault]]:
+def open_vaults(
+    ctx: typer.Context, names: list[str], every: bool
+) -> tuple[list[tuple[str, OpenVault]], list[tuple[str, VaultmemError]]]:
     """The vaults a command searches, by the name each was given: those of ``--vault``
     (and the global one, when given), or every named vault (``every``); one vault opened
-    twice under two names is searched once."""
+    twice under two names is searched once. A vault that does not open (no such folder,
+    a configuration that does not load) is returned apart with its error, for the
+    command to name while the others answer."""
     from vaultmem import config as cfg
 
     obj = ctx.find_root().obj or {}
@@ -107,7 +115,26 @@ def open_vaults(ctx: typer.Context, names: list[str], every: bool) -> list[tuple
             param_hint="--cache-dir",
         )
     opened: dict[Path, tuple[str, OpenVault]] = {}
+    failed: list[tuple[str, VaultmemError]] = []
     for name in wanted:
-        vault = open_vault(ctx, vault_flag=name)
+        try:
+            vault = open_vault(ctx, vault_flag=name)
+        except VaultmemError as exc:
+            failed.append((name, exc))
+            continue
         opened.setdefault(vault.config.vault, (name, vault))
-    return list(opened.values())
+    return list(opened.values()), failed
+
+
+def named_for_mcp(ctx: typer.Context) -> tuple[dict[str, Path], Callable[[Path], OpenVault]]:
+    """The vaults an MCP client may name (`[vaults]` of the user config, read now: name →
+    folder), and how the server opens one (its own cache, its own configuration)."""
+    from vaultmem import config as cfg
+    from vaultmem.api import OpenVault
+
+    def opener(path: Path) -> OpenVault:
+        # Each named vault has its own cache: the global --cache-dir is one vault's.
+        return OpenVault(load_config(ctx, vault_flag=str(path), cache_dir=None), warm=True)
+
+    named = cfg.named_vaults(dict(os.environ), Path.cwd())
+    return {v.name: v.path for v in named if v.name is not None}, opener

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from vaultmem.cli import ProgressBar, app, clock, load_config, open_vault
-from vaultmem.cli.options import JSON, LIMIT, NOTE, search_options
-from vaultmem.cli.read_cmds import print_hits, run_search
+from vaultmem.cli.options import ALL_VAULTS, JSON, LIMIT, NOTE, VAULT_NAMES, search_options
+from vaultmem.cli.read_cmds import print_hits, run_search, search_across
 from vaultmem.model import Filters, SearchRequest
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ def vsearch(
     ),
     limit: int = LIMIT,
     json_out: bool = JSON,
+    vault_names: list[str] = VAULT_NAMES,
+    all_vaults: bool = ALL_VAULTS,
     filters: Filters = Filters(),
     prior: bool = True,
     review: bool = True,
@@ -79,12 +81,20 @@ def vsearch(
 
     Each hit shows its score and its best fragment with the fragment's first line
     (--json adds line_end). Same filters, memory prior and review slots as `search`
-    (--no-prior --no-review: the raw cosine similarity, nearest first).
+    (--no-prior --no-review: the raw cosine similarity, nearest first). --vault
+    (repeatable, after `vsearch`) or --all-vaults searches several vaults and merges
+    their hits by cosine, each naming its vault; a vault that cannot be searched is one
+    warning line and the others answer.
 
     Example:
         vaultmem --vault example-vault vsearch "how do I deploy" -n 3
+        vaultmem vsearch "where do sessions live" --all-vaults
     """
-    run_search(ctx, SearchRequest(query, "semantic", limit, filters, prior, review), json_out)
+    request = SearchRequest(query, "semantic", limit, filters, prior, review)
+    if vault_names or all_vaults:
+        search_across(ctx, request, vault_names, all_vaults, json_out)
+        return
+    run_search(ctx, request, json_out)
 
 
 @app.command()

@@ -196,7 +196,7 @@ class LexicalIndex:
         for _attempt in range(3):
             state = mf.read_state(cache_dir)
             if not state.generation:
-                raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+                raise mf.not_indexed()
             directory = location(cache_dir, state.generation)
             # Pending: a writer is between its first Whoosh write and the manifest
             # commit (or was killed there); Whoosh's table of contents keeps the

@@ -100,7 +100,9 @@ class State:
     updates are idempotent, so the next `index` redoes the notes whose stat differs from
     their rows instead of rebuilding; only a note count that still disagrees afterwards
     makes it rebuild. ``stamps``: the folders' and recent notes' mtimes that index saw
-    (:mod:`vaultmem.index.stamps`; JSON, "" before any).
+    (:mod:`vaultmem.index.stamps`; JSON, "" before any). ``skipped``: the notes the last
+    `index` could not parse, as JSON ``{path: [mtime_ns, size]}`` ("" for none): they are
+    not new to `status` and the stale-index hint until their file changes.
     """
 
     last_index: str | None = None
@@ -110,6 +112,15 @@ class State:
     dirty: str = ""
     pending: bool = False
     stamps: str = ""
+    skipped: str = ""
+
+    def skipped_notes(self) -> dict[str, tuple[int, int]]:
+        """``skipped`` read: path → (mtime_ns, size) ({} when none or unreadable)."""
+        try:
+            data = json.loads(self.skipped) if self.skipped else {}
+            return {str(p): (int(m), int(z)) for p, (m, z) in data.items()}
+        except (ValueError, TypeError, AttributeError):
+            return {}
 
 
 @dataclass(frozen=True)
@@ -218,6 +229,7 @@ class Store:
             dirty=meta.get("dirty", ""),
             pending=bool(meta.get("pending", "")),
             stamps=meta.get("stamps", ""),
+            skipped=meta.get("skipped", ""),
         )
 
     def count(self) -> int:
@@ -232,6 +244,20 @@ class Store:
             return {}
         rows = self._conn.execute("SELECT path, mtime_ns, size FROM notes")
         return {path: (mtime, size) for path, mtime, size in rows}
+
+    def names_in(self, folder: str) -> set[str]:
+        """The file names of the rows directly in ``folder`` (vault-relative, "" the top)."""
+        if not self.current():
+            return set()
+        if not folder:
+            rows = self._conn.execute("SELECT path FROM notes WHERE instr(path, '/') = 0")
+            return {path for (path,) in rows}
+        prefix = folder + "/"
+        # A range on the primary key: the rows of the folder and below, read in order.
+        rows = self._conn.execute(
+            "SELECT path FROM notes WHERE path >= ? AND path < ?", (prefix, folder + "0")
+        )
+        return {path[len(prefix) :] for (path,) in rows if "/" not in path[len(prefix) :]}
 
     def get(self, path: str) -> Entry | None:
         """One note's entry, or None."""
@@ -572,6 +598,12 @@ def load(cache_dir: Path) -> Manifest:
 def get_entry(cache_dir: Path, path: str) -> Entry | None:
     """One note's entry (None when it has none), without loading the others."""
     return read(cache_dir, None, lambda store: store.get(path))
+
+
+def not_indexed() -> IndexStateError:
+    """The one error for a vault `index` never ran on (an indexed vault with no notes is
+    not one: it answers every search with nothing)."""
+    return IndexStateError("the vault is not indexed yet: run `vaultmem index`")
 
 
 def read_state(cache_dir: Path) -> State:

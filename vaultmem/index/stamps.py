@@ -17,8 +17,12 @@ A hint, never a verdict (`vaultmem status` compares every note). It misses:
 - a change in a folder vaultmem itself wrote into afterwards: a write command re-records
   the folders it wrote in (:func:`rerecorded`), as its re-index leaves them current.
 
-It may also speak when no note changed: any file added or removed in a note's folder
-(an editor's swap file, a ``.vaultmem.toml``) changes the folder. The next `index` quiets it.
+A folder whose mtime moved is then listed (:func:`confirmed`: one ``scandir`` of each
+such folder, none of the others) and named only when what the walk would take from it
+differs from what the index knows there: a file added or removed beside the notes (an
+editor's swap file, ``.vaultmem.toml`` saved by renaming, a new ``.git/``) is not a change
+of notes, and a note `index` could not parse (known from its record of skipped notes)
+is not new again until it changes.
 """
 
 from __future__ import annotations
@@ -27,11 +31,11 @@ import heapq
 import json
 import os
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultmem.vault import FileStat
+from vaultmem.vault import FileStat, NoteRules
 
 RECENT_NOTES = 16
 TOP = ""  # the vault's own folder, as a recorded folder's name
@@ -127,3 +131,66 @@ def changes(stamps: Stamps | None, root: Path) -> tuple[str, ...]:
     folders = [f for f, mtime in stamps.folders.items() if _mtime(top, f) != mtime]
     notes = [path for path, mtime in stamps.notes.items() if _mtime(top, path) != mtime]
     return tuple([f"{f}/" if f else "./" for f in sorted(folders)] + sorted(notes))
+
+
+def confirmed(
+    found: Sequence[str],
+    rules: NoteRules,
+    recorded: Iterable[str],
+    known: Callable[[str], set[str]],
+) -> tuple[str, ...]:
+    """Those of ``found`` (:func:`changes`) that are changes of notes.
+
+    A folder (``"inbox/"``, ``"./"``) stays when a listing of it differs from what the
+    index knows: a note file whose name ``known(folder)`` lacks (the notes the index has
+    there, and those it skipped), one it has that is gone, a folder of ``recorded`` (that
+    held notes) that is gone, or a new folder that holds a note. A recent note found
+    changed always stays.
+    """
+    folders = set(recorded)
+    out = []
+    for item in found:
+        if not item.endswith("/"):
+            out.append(item)
+            continue
+        folder = "" if item == "./" else item[:-1]
+        if _listing_differs(rules, folder, folders, known):
+            out.append(item)
+    return tuple(out)
+
+
+def _listing_differs(
+    rules: NoteRules, folder: str, recorded: set[str], known: Callable[[str], set[str]]
+) -> bool:
+    notes, subfolders = _listing(rules, folder)
+    if notes is None:
+        return True  # the folder itself is gone or unreadable
+    below = {f for f in recorded if f and posixpath.dirname(f) == folder}
+    if notes != known(folder) or below - subfolders:
+        return True
+    return any(_holds_a_note(rules, sub) for sub in subfolders - below)
+
+
+def _listing(rules: NoteRules, folder: str) -> tuple[set[str] | None, set[str]]:
+    """(the names of the notes directly in ``folder``, the vault paths of the folders in
+    it the walk enters); (None, set()) when it cannot be listed."""
+    notes: set[str] = set()
+    subfolders: set[str] = set()
+    try:
+        entries = list(os.scandir(rules.root / folder if folder else rules.root))
+    except OSError:
+        return None, subfolders
+    for entry in entries:
+        rel = f"{folder}/{entry.name}" if folder else entry.name
+        kind = rules.entry_kind(rel, entry)
+        if kind == "note":
+            notes.add(entry.name)
+        elif kind == "folder":
+            subfolders.add(rel)
+    return notes, subfolders
+
+
+def _holds_a_note(rules: NoteRules, folder: str) -> bool:
+    """Whether the walk finds a note in ``folder`` or below (a folder new since `index`)."""
+    notes, subfolders = _listing(rules, folder)
+    return bool(notes) or any(_holds_a_note(rules, sub) for sub in subfolders)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import math
 import random
 import re
 import threading
@@ -52,7 +53,10 @@ class Failure(Exception):
 
     ``status`` is the HTTP status when the server answered (``None`` for timeouts,
     connection trouble and malformed replies), so callers can react to specific
-    refusals (e.g. a chat server rejecting ``response_format``).
+    refusals (e.g. a chat server rejecting ``response_format``). ``unreachable``: no
+    server is there (the connection was refused, the host name does not resolve, or
+    the connection could not be made in time): never retried, and it opens the
+    endpoint's breaker (:data:`BREAKERS`).
     """
 
     def __init__(
@@ -61,12 +65,131 @@ class Failure(Exception):
         retryable: bool,
         retry_after: float | None = None,
         status: int | None = None,
+        *,
+        unreachable: bool = False,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.retryable = retryable
+        self.retryable = retryable and not unreachable
         self.retry_after = retry_after
         self.status = status
+        self.unreachable = unreachable
+
+
+class EndpointDown(EndpointError):
+    """An endpoint no server answers at (see :class:`Failure` ``unreachable``), or one
+    whose breaker is open; ``endpoint`` names it (``scheme://host:port``), so a front
+    end can say it once for every stage it cost."""
+
+    def __init__(self, message: str, endpoint: str) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+
+
+class Breakers:
+    """The endpoints found unreachable, by ``scheme://host:port``: a call to one of them
+    fails at once, without a request, for :attr:`window` seconds after it failed (for
+    the life of the process by default: a one-shot command; `serve` and `mcp` set 60 s,
+    so an endpoint started later is used again). Thread-safe; one per process."""
+
+    def __init__(self, window: float = math.inf) -> None:
+        self.window = window
+        self._open: dict[str, tuple[float, str]] = {}
+        self._alive: set[str] = set()  # took a connection in this process
+        self._lock = threading.Lock()
+
+    def first_call(self, endpoint: str) -> bool:
+        """Whether no connection to ``endpoint`` was made yet by this process."""
+        with self._lock:
+            return endpoint not in self._alive
+
+    def alive(self, endpoint: str) -> None:
+        """Record that ``endpoint`` took a connection."""
+        with self._lock:
+            self._alive.add(endpoint)
+
+    def open_reason(self, endpoint: str) -> str | None:
+        """Why ``endpoint`` is not tried now (None: it may be)."""
+        with self._lock:
+            found = self._open.get(endpoint)
+            if found is None:
+                return None
+            if time.monotonic() - found[0] >= self.window:
+                del self._open[endpoint]
+                return None
+            return found[1]
+
+    def trip(self, endpoint: str, reason: str) -> None:
+        """Record that ``endpoint`` could not be reached (``reason``), now."""
+        with self._lock:
+            self._open[endpoint] = (time.monotonic(), reason)
+            self._alive.discard(endpoint)
+
+    def reset(self) -> None:
+        """Forget every endpoint found down or alive (tests)."""
+        with self._lock:
+            self._open.clear()
+            self._alive.clear()
+
+    def told(self) -> str:
+        """How long a tripped breaker keeps an endpoint off, in words."""
+        if math.isinf(self.window):
+            return "not tried again by this command"
+        return f"not tried again for {self.window:g} s"
+
+
+BREAKERS = Breakers()
+# What a long-lived process (`serve`, `mcp`) waits before it tries a dead endpoint again.
+SERVER_BREAKER_S = 60.0
+
+
+# The longest the first connection to an endpoint is waited for before the request is
+# made anyway (a slow network is not a dead endpoint; the request's own timeout decides).
+PROBE_S = 1.0
+
+
+def _host_port(url: str) -> tuple[str, str, int]:
+    parts = urlsplit(base_url(url))
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+def breaker_key(url: str) -> str:
+    """The breaker an endpoint URL belongs to: its scheme, host and port."""
+    scheme, host, port = _host_port(url)
+    return f"{scheme}://{host}:{port}"
+
+
+def probe(url: str, timeout: float = PROBE_S) -> str | None:
+    """Why no server can be at ``url`` (its name does not resolve, or its port refuses a
+    connection), found with one TCP connection; None when one was made, or could not be
+    judged (a proxy stands between: the client goes through it; no answer within
+    ``timeout``: the request will tell)."""
+    import socket
+    import urllib.request
+
+    scheme, host, port = _host_port(url)
+    proxies = urllib.request.getproxies()
+    if (proxies.get(scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(host):
+        return None
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return "host name not found"
+    except (OSError, UnicodeError):
+        return None
+    refused = False
+    for family, kind, proto, _name, address in found:
+        try:
+            with socket.socket(family, kind, proto) as sock:
+                sock.settimeout(timeout)
+                sock.connect(address)
+                return None
+        except ConnectionRefusedError:
+            refused = True
+        except OSError:
+            return None  # timed out, or a route problem a request may see otherwise
+    return "connection refused" if refused else None
 
 
 # -- URLs -------------------------------------------------------------------------------
@@ -216,13 +339,15 @@ def translate_openai_error(exc: Exception, timeout: float) -> Failure:
     import openai
 
     if isinstance(exc, openai.APITimeoutError):
+        if _connect_timeout(exc):
+            return Failure(f"no connection within {timeout:g}s", False, unreachable=True)
         return Failure(
             f"timed out after {timeout:g}s (a slow server may need a smaller batch_size "
             "or a longer timeout)",
             retryable=True,
         )
     if isinstance(exc, openai.APIConnectionError):
-        return Failure(connection_reason(exc), retryable=True)
+        return _connection_failure(exc)
     if isinstance(exc, openai.APIStatusError):
         return status_failure(exc.status_code, exc.body, exc.response.headers)
     if isinstance(exc, openai.OpenAIError):
@@ -234,6 +359,8 @@ def translate_httpx_error(exc: Exception, timeout: float) -> Failure:
     """Reduce an ``httpx`` transport exception to a short, key-free :class:`Failure`."""
     import httpx
 
+    if isinstance(exc, httpx.ConnectTimeout):
+        return Failure(f"no connection within {timeout:g}s", False, unreachable=True)
     if isinstance(exc, httpx.TimeoutException):
         return Failure(
             f"timed out after {timeout:g}s (a slow server may need a smaller batch_size "
@@ -241,8 +368,29 @@ def translate_httpx_error(exc: Exception, timeout: float) -> Failure:
             retryable=True,
         )
     if isinstance(exc, httpx.TransportError):
-        return Failure(connection_reason(exc), retryable=True)
+        return _connection_failure(exc)
     return Failure(f"{type(exc).__name__}: {one_line(str(exc))}", retryable=False)
+
+
+# Connection failures that say no server is there: retrying them only adds latency.
+UNREACHABLE_REASONS = frozenset({"connection refused", "host name not found"})
+
+
+def _connection_failure(exc: BaseException) -> Failure:
+    reason = connection_reason(exc)
+    return Failure(reason, retryable=True, unreachable=reason in UNREACHABLE_REASONS)
+
+
+def _connect_timeout(exc: BaseException) -> bool:
+    """Whether a timeout was in making the connection (httpx's ConnectTimeout in the chain)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if type(cur).__name__ == "ConnectTimeout":
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 # -- clients and retries ------------------------------------------------------------------
@@ -299,6 +447,7 @@ def call_with_retries(
     stop: threading.Event | None = None,
     before_attempt: Callable[[], bool] | None = None,
     on_retry_after: Callable[[float], None] | None = None,
+    endpoint: str | None = None,
 ) -> T:
     """Run ``attempt`` until it returns, retrying retryable :class:`Failure` s with backoff.
 
@@ -306,8 +455,23 @@ def call_with_retries(
     ``before_attempt`` runs before each try (pacing) and returns False to cancel;
     ``on_retry_after`` is told the delay when the server sent ``Retry-After`` (so a
     client can pause its other requests too); a set ``stop`` cancels between tries.
+    ``endpoint`` (the configured URL) puts the call behind the endpoint's breaker: an
+    unreachable endpoint is not retried, and later calls to it fail at once
+    (:class:`EndpointDown`) while its breaker is open (:data:`BREAKERS`).
     Raises a one-line :class:`EndpointError` naming the label, never the key.
     """
+    key = breaker_key(endpoint) if endpoint else None
+    down = BREAKERS.open_reason(key) if key else None
+    if key and down is not None:
+        raise EndpointDown(f"{label}: {down} ({BREAKERS.told()})", key)
+    if endpoint and key and BREAKERS.first_call(key):
+        # One connection first: a dead endpoint then costs milliseconds, never the
+        # client's import (openai takes about a second to import).
+        down = probe(endpoint)
+        if down is not None:
+            BREAKERS.trip(key, down)
+            raise EndpointDown(f"{label}: {down}", key)
+        BREAKERS.alive(key)
     attempts = max_retries + 1
     failure: Failure | None = None
     for n in range(attempts):
@@ -337,6 +501,9 @@ def call_with_retries(
         elif delay > 0:
             time.sleep(delay)
     assert failure is not None
+    if failure.unreachable and key:
+        BREAKERS.trip(key, failure.reason)
+        raise EndpointDown(scrub(f"{label}: {failure.reason}", api_key), key)
     tries = f" ({attempts} attempts)" if failure.retryable and attempts > 1 else ""
     # Raised here, outside any except block, so the error carries no __context__
     # (a client exception holds the request, headers and key included).

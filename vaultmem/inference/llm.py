@@ -186,6 +186,7 @@ class LLMClient:
             backoff_max=self.config.backoff_max,
             api_key=self.config.api_key,
             logger=log,
+            endpoint=self.config.url,
         )
 
     def _get_client(self) -> OpenAI:

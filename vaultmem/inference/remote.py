@@ -333,6 +333,7 @@ class OpenAIEmbedder:
             backoff_max=self.config.backoff_max,
             api_key=self.config.api_key,
             logger=log,
+            endpoint=self.config.url,
             stop=stop,
             before_attempt=pace,
             on_retry_after=self._pause_all,

@@ -258,6 +258,7 @@ class EndpointReranker:
             backoff_max=self.config.backoff_max,
             api_key=self.config.api_key,
             logger=log,
+            endpoint=self.config.url,
         )
         return {offset + i: s for i, s in scores.items()}
 

@@ -42,6 +42,7 @@ from vaultmem.memory.clusters import (
 from vaultmem.memory.remember import (
     content_key,
     create_note,
+    derive_title,
     slugify,
     strip_heading,
     supersede,
@@ -222,11 +223,14 @@ def _merge_locked(
     head = head_member(memories)
     ordered = sorted(zip(memories, notes, strict=True), key=lambda mn: mn[0].path != head.path)
     facts = distinct_facts(n.body for _, n in ordered)
+    # A head without a title gets one as `remember` gives it (the first sentence, cut at
+    # a clause), and the merge is named after it, not after its first eight words.
     title = next(_title(n) for m, n in ordered if m.path == head.path)
+    title = title or (derive_title(facts[0]) if facts else "") or None
     links = [wikilink(p, resolver) for p in cluster.members]
     meta = _merged_meta(memories, notes, title, now, links)
     folder = str(PurePosixPath(head.path).parent).removeprefix(".")
-    slug = slugify(title) if title else slugify(facts[0] if facts else "", max_words=8)
+    slug = slugify(title or "")
     # Unique across the vault, not just the folder: a merged `memory/x-2.md` beside a
     # member `inbox/x-2.md` would supersede itself (issue 19).
     path = unique_path(config, folder, slug, names=vault.names)

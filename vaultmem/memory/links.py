@@ -36,7 +36,7 @@ from vaultmem.memory.writeback import edit_notes_locked, locked, wikilink
 from vaultmem.note import WIKILINK, Note, link_targets, parse_note, read_note
 from vaultmem.properties import OWNED_KEYS
 from vaultmem.vault import LinkResolver, NoteName
-from vaultmem.vocabulary import LINK_TYPES
+from vaultmem.vocabulary import LINK_INVERSES, LINK_TYPES
 
 if TYPE_CHECKING:
     from vaultmem.retrieval.vsearch import VectorIndex
@@ -117,6 +117,12 @@ class Backlink:
 
     path: str
     via: str
+
+    @property
+    def inverse(self) -> str:
+        """What the link says from the note it points at (``fixed_by`` → ``fixes``: this
+        note fixes the one linking here); ``via`` itself for a body link."""
+        return LINK_INVERSES.get(self.via, self.via)
 
     def as_json(self) -> dict[str, Any]:
         """``{path, via}``."""

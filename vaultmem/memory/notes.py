@@ -40,7 +40,6 @@ from vaultmem.note import Note, read_note
 from vaultmem.properties import UNDO_KEYS
 from vaultmem.scores import (
     MemoryState,
-    decay_score,
     normalize_tags,
     parse_half_life,
     reinforce,
@@ -211,8 +210,8 @@ def reinforce_locked(
             strength_before=before.strength,
             strength=after.strength,
             cross_domain="cross_domain_count" in updates,
-            score_before=decay_score(before, now),
-            score_after=decay_score(after, now),
+            score_before=config.tuning.score(before, now),
+            score_after=config.tuning.score(after, now),
             confidence_before=stored_confidence(meta),
             confidence=stored_confidence({**meta, **updates}),
             confirmed=path in confirm,

@@ -24,7 +24,6 @@ applies exactly as written; five uses within 14 days are evidence on their own.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -48,12 +47,11 @@ from vaultmem.memory.writeback import locked
 from vaultmem.memory_state import NoteMemory, note_memory
 from vaultmem.scores import (
     MemoryState,
-    decay_score,
     default_half_life,
     format_half_life,
-    promotion_reason,
     to_utc,
 )
+from vaultmem.tuning import DEFAULT_TUNING, MemoryTuning
 
 __all__ = [
     "PROMOTABLE_STATUSES",
@@ -99,29 +97,34 @@ def note_age(memory: NoteMemory, entry: mf.Entry, now: datetime) -> timedelta:
 
 
 def promotion_decision(
-    state: MemoryState, now: datetime, *, age: timedelta, min_age: timedelta = PROMOTE_MIN_AGE
+    state: MemoryState,
+    now: datetime,
+    *,
+    age: timedelta,
+    min_age: timedelta = PROMOTE_MIN_AGE,
+    tuning: MemoryTuning = DEFAULT_TUNING,
 ) -> str | None:
     """Why a short-term note should be promoted at ``now`` (the reason text), or None.
 
     The usage rule (``use_count ≥ 5`` within 14 days of ``created``) always applies; the
     score rule (``s ≥ 0.65``) only to a note used at least once and at least ``min_age``
-    old — see the module docstring for why an unused note's score proves nothing.
+    old — see the module docstring for why an unused note's score proves nothing. The
+    numbers are ``tuning``'s (the ``[memory]`` keys).
     """
-    if state.use_count >= 1 and age >= min_age:
-        return promotion_reason(state, now)
-    return promotion_reason(state, now, threshold=math.inf)
+    score_rule = state.use_count >= 1 and age >= min_age
+    return tuning.promotion_reason(state, now, score_rule=score_rule)
 
 
 def _promotion_of(
-    path: str, entry: mf.Entry, now: datetime, min_age: timedelta
+    path: str, entry: mf.Entry, now: datetime, min_age: timedelta, tuning: MemoryTuning
 ) -> tuple[str, float] | None:
     """(reason, score) when the inbox note ``path`` is due for promotion, else None."""
     memory = note_memory(path, entry)
     if memory.status not in PROMOTABLE_STATUSES:
         return None
     age = note_age(memory, entry, now)
-    reason = promotion_decision(memory.state, now, age=age, min_age=min_age)
-    return None if reason is None else (reason, decay_score(memory.state, now))
+    reason = promotion_decision(memory.state, now, age=age, min_age=min_age, tuning=tuning)
+    return None if reason is None else (reason, tuning.score(memory.state, now))
 
 
 def plan_promotions_from(
@@ -132,6 +135,7 @@ def plan_promotions_from(
     memory_folder: str,
     min_age: timedelta = PROMOTE_MIN_AGE,
     taken: Callable[[str], bool] | None = None,
+    tuning: MemoryTuning = DEFAULT_TUNING,
 ) -> list[Promotion]:
     """The promotions due at ``now`` among the notes under ``inbox_folder``, by path.
 
@@ -147,7 +151,7 @@ def plan_promotions_from(
         in_memory = bool(memory_folder) and under(path, memory_folder)
         if in_memory or not under(path, inbox_folder):
             continue
-        due = _promotion_of(path, entries[path], now, min_age)
+        due = _promotion_of(path, entries[path], now, min_age, tuning)
         if due is None:
             continue
         rel = path[len(inbox_folder.rstrip("/")) + 1 :] if inbox_folder else path
@@ -187,6 +191,7 @@ def promote(
         memory_folder=config.memory_folder,
         min_age=min_age,
         taken=taken_in(config, entries),
+        tuning=config.tuning,
     )
     if dry_run or not plan:
         moves = {p.path: p.target for p in plan}
@@ -213,7 +218,8 @@ def _carry_out_promotions(
     done, failed = [], []
     for item in plan:
         entry = fresh_entry(config, item.path, entries[item.path])
-        if entry is None or _promotion_of(item.path, entry, now, min_age) is None:
+        due = _promotion_of(item.path, entry, now, min_age, config.tuning) if entry else None
+        if entry is None or due is None:
             failed.append(Failure(item.path, "changed on disk since indexing; not promoted"))
             continue
         try:

@@ -36,7 +36,8 @@ from vaultmem.memory.writeback import locked
 from vaultmem.memory_state import note_memory
 from vaultmem.note import parse_note
 from vaultmem.properties import UNDO_KEYS
-from vaultmem.scores import decay_score, review_priority, should_forget, to_utc
+from vaultmem.scores import to_utc
+from vaultmem.tuning import DEFAULT_TUNING, MemoryTuning
 from vaultmem.vault import note_path
 
 __all__ = [
@@ -204,7 +205,10 @@ class ReviewItem:
 
 
 def review_queue_from(
-    entries: Mapping[str, mf.Entry], now: datetime, limit: int | None = None
+    entries: Mapping[str, mf.Entry],
+    now: datetime,
+    limit: int | None = None,
+    tuning: MemoryTuning = DEFAULT_TUNING,
 ) -> list[ReviewItem]:
     """The review queue computed from an already loaded manifest (``path → Entry``).
 
@@ -220,8 +224,8 @@ def review_queue_from(
             continue
         if memory.snoozed(at):
             continue
-        score = decay_score(memory.state, at)
-        priority = review_priority(score)
+        score = tuning.score(memory.state, at)
+        priority = tuning.review_priority(memory.state, at)
         if priority > 0:
             items.append(ReviewItem(path, memory.title, score, priority))
     items.sort(key=lambda item: (-item.priority, item.score, item.path))
@@ -236,7 +240,7 @@ def review_queue(config: Config, now: datetime, limit: int | None = None) -> lis
         ['inbox/Redis memory at 80 percent.md']
     """
     index_vault(config)
-    return review_queue_from(mf.load(config.cache_dir).entries, now, limit)
+    return review_queue_from(mf.load(config.cache_dir).entries, now, limit, config.tuning)
 
 
 # --------------------------------------------------------------------------- gc
@@ -263,12 +267,12 @@ class GcReport:
     dry_run: bool
 
 
-def _collectable(path: str, entry: mf.Entry, now: datetime) -> float | None:
+def _collectable(path: str, entry: mf.Entry, now: datetime, tuning: MemoryTuning) -> float | None:
     """The note's score when gc should collect it, else None (see the module docstring)."""
     memory = note_memory(path, entry)
-    if memory.status not in COLLECTABLE_STATUSES or not should_forget(memory.state, now):
+    if memory.status not in COLLECTABLE_STATUSES or not tuning.forgets(memory.state, now):
         return None
-    return decay_score(memory.state, now)
+    return tuning.score(memory.state, now)
 
 
 def gc_candidates_from(
@@ -277,6 +281,7 @@ def gc_candidates_from(
     *,
     archive_folder: str,
     folders: Sequence[str] = (),
+    tuning: MemoryTuning = DEFAULT_TUNING,
 ) -> list[tuple[str, float]]:
     """(path, score) of every note gc collects at ``now``, by path.
 
@@ -290,7 +295,7 @@ def gc_candidates_from(
             continue
         if folders and not any(under(path, f) for f in folders):
             continue
-        score = _collectable(path, entries[path], now)
+        score = _collectable(path, entries[path], now, tuning)
         if score is not None:
             out.append((path, score))
     return out
@@ -394,7 +399,7 @@ def gc(
     entries = mf.load(config.cache_dir).entries
     folders = [f.strip("/") for f in folders if f.strip("/")]
     candidates = gc_candidates_from(
-        entries, now, archive_folder=config.archive_folder, folders=folders
+        entries, now, archive_folder=config.archive_folder, folders=folders, tuning=config.tuning
     )
     if dry_run or not candidates:
         items = _plan_gc(config, entries, candidates, delete=delete, force=force)
@@ -415,7 +420,7 @@ def _carry_out_gc(
     done, failed = [], []
     for item in items:
         entry = fresh_entry(config, item.path, entries[item.path])
-        if entry is None or _collectable(item.path, entry, now) is None:
+        if entry is None or _collectable(item.path, entry, now, config.tuning) is None:
             failed.append(Failure(item.path, "changed on disk since indexing; left as is"))
             continue
         try:

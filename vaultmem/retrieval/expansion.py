@@ -213,7 +213,7 @@ def expansion_stage(
     except JSONReplyError as exc:
         return None, Stage("expansion", "failed", f"unusable LLM reply: {exc}")
     except VaultmemError as exc:  # endpoint failure, broken template override
-        return None, Stage("expansion", "failed", str(exc))
+        return None, Stage("expansion", "failed", str(exc), getattr(exc, "endpoint", ""))
     counts = (
         f"{len(found.lexical)} lexical, {len(found.semantic)} semantic variants"
         f"{', a hypothetical passage' if found.hypothetical else ''}"

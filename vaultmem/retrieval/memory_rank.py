@@ -47,6 +47,7 @@ from vaultmem.index.manifest import Entry
 from vaultmem.memory_state import NoteMemory, note_memory
 from vaultmem.model import HIDDEN_STATUSES, Hit
 from vaultmem.note import link_targets
+from vaultmem.tuning import DEFAULT_TUNING, MemoryTuning
 
 __all__ = [
     "CONTRADICTION_TIE",
@@ -78,6 +79,7 @@ class RankingOptions:
     weight: float = scores.PRIOR_WEIGHT
     review_share: float = REVIEW_SHARE
     show_status: str | None = None  # a --status filter: that hidden status may show
+    tuning: MemoryTuning = DEFAULT_TUNING  # β and the danger zone of review
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,9 @@ def _score(
         weight=weight,
         pinned=memory.pinned,
         superseded=superseded,
-        pin_weight=options.weight,
+        # A recency query raises the prior's weight, not the pin's (a pinned hub must not
+        # outrank the handoffs such a query asks for).
+        pin_bonus=options.weight * scores.PIN_SHARE if weight != options.weight else None,
     )
     return Ranked(
         path,
@@ -374,12 +378,12 @@ def _versions_first(
     return out
 
 
-def _in_danger_zone(memory: NoteMemory | None, now: datetime) -> float:
+def _in_danger_zone(memory: NoteMemory | None, now: datetime, tuning: MemoryTuning) -> float:
     if memory is None or memory.status not in ("active", "promoted"):
         return 0.0
     if memory.snoozed(now):
         return 0.0
-    return scores.review_priority(scores.decay_score(memory.state, now))
+    return tuning.review_priority(memory.state, now)
 
 
 def _with_review(
@@ -389,7 +393,9 @@ def _with_review(
     options: RankingOptions,
 ) -> list[Ranked]:
     """Mark danger-zone results and give up to ``review_share`` of the slots to them."""
-    priority = {r.path: _in_danger_zone(memories.get(r.path), options.now) for r in order}
+    priority = {
+        r.path: _in_danger_zone(memories.get(r.path), options.now, options.tuning) for r in order
+    }
     shown, rest = order[:limit], order[limit:]
     slots = int(limit * options.review_share) - sum(1 for r in shown if priority[r.path] > 0)
     extra = sorted(

@@ -190,6 +190,10 @@ def vector_lists(
     if backends.vectors is None and not read_record(
         record_path(config.cache_dir, embedder.model_id)
     ):
+        from vaultmem.index import manifest as mf
+
+        if not mf.read(config.cache_dir, 0, mf.Store.count):
+            return Stage("vectors", "off", "the vault has no notes yet")  # nothing to embed
         why = f"no vectors for model {embedder.model_id} yet: run `vaultmem embed`"
         return Stage("vectors", "skipped", f"{why}: BM25 only")
     texts = [q[:MAX_QUERY_CHARS] for _, q, _ in queries]
@@ -203,7 +207,7 @@ def vector_lists(
             with opened:
                 found = opened.nearest_with_leads(vectors, limit=depth, filters=filters)
     except VaultmemError as exc:  # no vectors yet, endpoint down, store trouble
-        return Stage("vectors", "failed", f"{exc}: BM25 only")
+        return Stage("vectors", "failed", f"{exc}: BM25 only", getattr(exc, "endpoint", ""))
     for (name, query_text, weight), (hits, leads) in zip(queries, found, strict=True):
         lists.add_vec(name, query_text, weight, hits)
         if name == "vec:original":  # the note-lead list: of the original query only

@@ -65,6 +65,9 @@ class Stage:
     name: str
     status: Status
     detail: str = ""
+    # The endpoint (``scheme://host:port``) found unreachable, when that is why the stage
+    # failed: the CLI says one line for every stage one dead endpoint cost.
+    endpoint: str = ""
 
     @property
     def degraded(self) -> bool:

@@ -66,7 +66,8 @@ def rerank_stage(
     try:
         scores = reranker.rerank(query_text, [texts[doc] for doc in chosen])
     except VaultmemError as exc:
-        return {}, Stage("rerank", "failed", f"{exc}: fused order kept")
+        down = getattr(exc, "endpoint", "")
+        return {}, Stage("rerank", "failed", f"{exc}: fused order kept", down)
     if isinstance(reranker, LLMReranker) and reranker.degraded:
         return {}, Stage("rerank", "failed", f"{reranker.last_error}: fused order kept")
     if isinstance(reranker, EndpointReranker):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from vaultmem.config import Config
 from vaultmem.errors import IndexStateError
@@ -23,6 +24,9 @@ from vaultmem.retrieval import fusion
 from vaultmem.retrieval.memory_rank import RankingOptions, rank_hits
 from vaultmem.retrieval.search import RANKING_DEPTH, passes_outside_index, version_terms
 from vaultmem.retrieval.snippets import MAX_SNIPPET
+
+if TYPE_CHECKING:
+    from vaultmem.index.vector_reads import StoredVectors
 
 
 def passes(config: Config, path: str, entry: mf.Entry, filters: Filters) -> bool:
@@ -82,7 +86,9 @@ def _leads(owners: Mapping[str, list[tuple[str, FragmentRef]]]) -> dict[str, tup
 def _load(config: Config, embedder: Embedder) -> _Index:
     manifest = mf.load(config.cache_dir)
     if not manifest.entries:
-        raise IndexStateError("the vault is not indexed yet: run `vaultmem index`")
+        if not manifest.generation:
+            raise mf.not_indexed()
+        return _Index(manifest, {}, {}, {})  # indexed, and empty: nothing to find
     owners = fragment_map(config, embedder.max_chars, manifest)
     if not owners:
         raise IndexStateError(f"no vectors for model {embedder.model_id} yet: run `vaultmem embed`")
@@ -107,32 +113,43 @@ class VectorIndex:
     """
 
     def __init__(self, config: Config, embedder: Embedder) -> None:
-        from vaultmem.index.vector_reads import StoredVectors
-
         self.config = config
         self.embedder = embedder
         self._idx = _load(config, embedder)
+        self._store: StoredVectors | None = None
+        self._total = 0
+        if self._idx.manifest.entries:  # an empty vault (a new one) finds nothing, no store
+            self._open_store()
+
+    def _open_store(self) -> None:
+        from vaultmem.index.vector_reads import StoredVectors
+
+        config, embedder = self.config, self.embedder
         try:
-            self._store = StoredVectors.open(
+            store = StoredVectors.open(
                 config.cache_dir, embedder.model_id, embedder.dimension, config.chroma
             )
         except IndexStateError as exc:
             if config.chroma.host:
                 raise
             raise IndexStateError(f"{exc}; run `vaultmem embed` to rebuild it") from None
-        self._total = self._store.count()
-        if self._total == 0:
-            models = self._store.models()
-            self._store.close()
+        total = store.count()
+        if total == 0:
+            models = store.models()
+            store.close()
             raise IndexStateError(_no_vectors(embedder.model_id, models))
+        self._store, self._total = store, total
 
     def reload(self) -> None:
         """Read the manifest and fragment owners again (notes changed; the store did not)."""
         self._idx = _load(self.config, self.embedder)
+        if self._store is None and self._idx.manifest.entries:
+            self._open_store()  # the vault was empty when opened
 
     def close(self) -> None:
         """Release the vector store."""
-        self._store.close()
+        if self._store is not None:
+            self._store.close()
 
     def __enter__(self) -> VectorIndex:
         return self
@@ -176,6 +193,8 @@ class VectorIndex:
         leads: bool,
     ) -> list[tuple[list[Hit], list[Hit]]]:
         out: list[tuple[list[Hit], list[Hit]]] = [([], []) for _ in vectors]
+        if self._store is None:
+            return out
         pending = list(range(len(vectors)))
         k = min(self._total, max(64, limit * 10))
         # Filters can hide most neighbours: widen the search for the vectors still short of
@@ -236,6 +255,8 @@ class VectorIndex:
         about; the best fragment alone rewards a note that mentions the query once."""
         import numpy as np
 
+        if self._store is None:  # an empty vault: no hits to pool
+            return list(hits)
         leads = {h.path: self._idx.lead_of[h.path] for h in hits if h.path in self._idx.lead_of}
         stored = self._store.vectors(set(leads.values()))
         query = np.asarray(vector, dtype=np.float32)
@@ -264,7 +285,7 @@ class VectorIndex:
             for path, _ref in owners:
                 if path in wanted:
                     hashes.setdefault(path, []).append(digest)
-        if not hashes:
+        if not hashes or self._store is None:
             return {}
         stored = self._store.vectors({h for found in hashes.values() for h in found})
         out = {p: [stored[h] for h in found if h in stored] for p, found in hashes.items()}

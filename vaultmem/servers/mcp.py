@@ -55,6 +55,7 @@ from vaultmem.model import (
     split_names,
 )
 from vaultmem.servers.schema import Count, Switch
+from vaultmem.servers.vault_choice import VaultChoice
 from vaultmem.timeline import TimelineRequest
 from vaultmem.vocabulary import NOTE_TYPES
 
@@ -92,6 +93,14 @@ When = Annotated[
 # Count: JSON's `true` is no line or limit of 1, "5" no number (pydantic would convert).
 Line = Annotated[Count | None, Field(description="1-based, inclusive.")]
 
+VaultName = Annotated[
+    str | None, Field(description="A vault the user named in their config (default: this one).")
+]
+Vaults = Annotated[
+    str | Annotated[list[str], Field(min_length=1, max_length=MAX_LIMIT)] | None,
+    Field(description="A named vault, or a list of them: hits merged (default: this one)."),
+]
+
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -100,37 +109,46 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def make_server(vault: OpenVault, *, clock: Clock = _utc_now) -> MCPServer:
-    """An MCP server over ``vault`` (kept open for the server's life); ``clock``: now.
+def make_server(vault: OpenVault | VaultChoice, *, clock: Clock = _utc_now) -> MCPServer:
+    """An MCP server over ``vault`` (kept open for the server's life), or over the vaults
+    of a :class:`VaultChoice` (every tool then takes ``vault``: a named vault of the
+    user's config); ``clock``: now.
 
     Its instructions describe the vault as it is at start (see :func:`instructions`).
 
     Example:
         >>> make_server(OpenVault(config, warm=True)).run("stdio")  # doctest: +SKIP
     """
+    vaults = vault if isinstance(vault, VaultChoice) else VaultChoice(vault, {})
+    main = vaults.main
     server: MCPServer = MCPServer(
         "vaultmem",
-        instructions=instructions(vault),
+        instructions=instructions(main, vaults.names()),
         version=__version__,
         log_level="WARNING",
-        middleware=[_paged_notes(vault, PAGE)],
+        middleware=[_paged_notes(main, PAGE)],
     )
-    _read_tools(server, vault, clock)
-    _more_read_tools(server, vault, clock)
-    _write_tools(server, vault, clock)
-    _link_tool(server, vault)
-    _note_resource(server, vault)
+    _read_tools(server, vaults, clock)
+    _more_read_tools(server, vaults, clock)
+    _write_tools(server, vaults, clock)
+    _link_tool(server, vaults)
+    _note_resource(server, main)
     return server
 
 
-def instructions(vault: OpenVault) -> str:
+def instructions(vault: OpenVault, named: Sequence[str] = ()) -> str:
     """What an agent should know before its first call: the vault's notes, what is
-    indexed, and what to run when something is missing."""
+    indexed, what to run when something is missing, and the other vaults it may name."""
     lines = [
         "vaultmem: long-term memory kept as notes in an Obsidian vault. `search` before "
         "answering from memory, `get` to read a hit, `remember` what is worth keeping, "
         "`reinforce` the notes you used. Notes are also resources: vault://PATH."
     ]
+    if named:
+        lines.append(
+            f"Other vaults, by the `vault` argument of every tool: {', '.join(named)} "
+            "(search takes a list of them too)."
+        )
     try:
         state = api.status(vault)
     except VaultmemError as exc:
@@ -215,7 +233,7 @@ def _hit(hit: Hit) -> dict[str, object]:
 # --- tools ----------------------------------------------------------------------------------
 
 
-def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
+def _read_tools(server: MCPServer, vaults: VaultChoice, clock: Clock) -> None:
     @server.tool(
         description=(
             "Search the memory vault. Returns path, title, score, line and snippet per hit. "
@@ -235,17 +253,23 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         collection: Collections = None,
         since: When = None,
         until: When = None,
+        vault: Vaults = None,
     ) -> CallToolResult:
         def work() -> object:
-            chosen = mode or ("hybrid" if vault.has_vectors() else "keyword")
-            filters = _filters(folder, tag, type, status, collection, since, until)
-            request = SearchRequest(query, mode=chosen, limit=limit, filters=filters)
-            result = api.search(vault, request, now=clock())
+            if isinstance(vault, list):
+                return _search_several(vaults, vault, query, mode, limit, filters(), clock)
+            chosen = vaults.get(vault)
+            picked = mode or ("hybrid" if chosen.has_vectors() else "keyword")
+            request = SearchRequest(query, mode=picked, limit=limit, filters=filters())
+            result = api.search(chosen, request, now=clock())
             answer: dict[str, object] = {"hits": [_hit(h) for h in result.hits]}
             skipped = result.as_json()["skipped"]
             if skipped:
                 answer["skipped"] = skipped  # hybrid stages that could not run, and why
             return answer
+
+        def filters() -> Filters:
+            return _filters(folder, tag, type, status, collection, since, until)
 
         return _answer(work)
 
@@ -256,24 +280,30 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         ),
         annotations=READ,
     )
-    def get(note: OneOrMore, start_line: Line = None, end_line: Line = None) -> CallToolResult:
-        if isinstance(note, str):
-            return _answer(lambda: api.excerpt(api.get(vault, note).text, start_line, end_line))
-        return _answer(lambda: _get_each(vault, note, start_line, end_line))
+    def get(
+        note: OneOrMore, start_line: Line = None, end_line: Line = None, vault: VaultName = None
+    ) -> CallToolResult:
+        def work() -> object:
+            chosen = vaults.get(vault)
+            if isinstance(note, str):
+                return api.excerpt(api.get(chosen, note).text, start_line, end_line)
+            return _get_each(chosen, note, start_line, end_line)
+
+        return _answer(work)
 
     @server.tool(
         description="A note's typed links, wikilinks and backlinks.",
         annotations=READ,
     )
-    def links(note: NoteName) -> CallToolResult:
-        return _answer(lambda: api.links(vault, note).as_json())
+    def links(note: NoteName, vault: VaultName = None) -> CallToolResult:
+        return _answer(lambda: api.links(vaults.get(vault), note).as_json())
 
     @server.tool(
         description="Vault health: note count, index staleness, vector coverage.",
         annotations=READ,
     )
-    def status() -> CallToolResult:
-        return _answer(lambda: api.status(vault).as_json())
+    def status(vault: VaultName = None) -> CallToolResult:
+        return _answer(lambda: api.status(vaults.get(vault)).as_json())
 
     @server.tool(
         description=(
@@ -292,17 +322,18 @@ def _read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         ] = TimelineRequest.around,
         newest_first: Switch = False,
         limit: Count = 50,
+        vault: VaultName = None,
     ) -> CallToolResult:
         def work() -> object:
             request = TimelineRequest(
                 note, since, until, around, newest_first=newest_first, limit=limit
             )
-            return api.timeline(vault, request, now=clock()).as_json()
+            return api.timeline(vaults.get(vault), request, now=clock()).as_json()
 
         return _answer(work)
 
 
-def _more_read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
+def _more_read_tools(server: MCPServer, vaults: VaultChoice, clock: Clock) -> None:
     @server.tool(
         description="Notes closest in meaning to a note (needs vectors: `vaultmem embed`).",
         annotations=READ,
@@ -317,10 +348,11 @@ def _more_read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         collection: Collections = None,
         since: When = None,
         until: When = None,
+        vault: VaultName = None,
     ) -> CallToolResult:
         def work() -> object:
             filters = _filters(folder, tag, type, status, collection, since, until)
-            hits = api.similar(vault, note, limit=limit, filters=filters, now=clock())
+            hits = api.similar(vaults.get(vault), note, limit=limit, filters=filters, now=clock())
             return {"hits": [_hit(h) for h in hits]}
 
         return _answer(work)
@@ -340,15 +372,16 @@ def _more_read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         profile: Annotated[
             str | None, Field(description="quiet, normal or deep (null: the vault's).")
         ] = None,
+        vault: VaultName = None,
     ) -> CallToolResult:
         def work() -> object:
             request = SurfaceRequest(prompt, session, budget, vectors, profile=profile)
-            return api.surface(vault, request, now=clock()).as_json()
+            return api.surface(vaults.get(vault), request, now=clock()).as_json()
 
         return _answer(work)
 
 
-def _write_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
+def _write_tools(server: MCPServer, vaults: VaultChoice, clock: Clock) -> None:
     @server.tool(
         description="Save a new memory note (a duplicate reinforces the existing note).",
         annotations=WRITE,
@@ -360,10 +393,11 @@ def _write_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         tags: Tags = None,
         folder: Text = None,
         supersedes: Annotated[str | None, Field(description="A note this replaces.")] = None,
+        vault: VaultName = None,
     ) -> CallToolResult:
         def work() -> object:
             request = RememberRequest(text, title, type, tuple(tags or ()), folder, supersedes)
-            return api.remember(vault, request, now=clock()).as_json()
+            return api.remember(vaults.get(vault), request, now=clock()).as_json()
 
         return _answer(work)
 
@@ -374,9 +408,12 @@ def _write_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         ),
         annotations=WRITE,
     )
-    def reinforce(notes: NoteNames, context_tags: Tags = None) -> CallToolResult:
+    def reinforce(
+        notes: NoteNames, context_tags: Tags = None, vault: VaultName = None
+    ) -> CallToolResult:
         def work() -> object:
-            done = api.reinforce(vault, notes, now=clock(), context_tags=tuple(context_tags or ()))
+            tags = tuple(context_tags or ())
+            done = api.reinforce(vaults.get(vault), notes, now=clock(), context_tags=tags)
             return [r.as_json() for r in done]
 
         return _answer(work)
@@ -394,15 +431,17 @@ def _write_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         action: Action,
         until: Text = None,
         duration: Annotated[str | None, Field(description="30d, 12h, 2w.")] = None,
+        vault: VaultName = None,
     ) -> CallToolResult:
         def work() -> object:
-            done = api.change(vault, action, notes, now=clock(), until=until, for_=duration)
+            chosen = vaults.get(vault)
+            done = api.change(chosen, action, notes, now=clock(), until=until, for_=duration)
             return [c.as_json() for c in done]
 
         return _answer(work)
 
 
-def _link_tool(server: MCPServer, vault: OpenVault) -> None:
+def _link_tool(server: MCPServer, vaults: VaultChoice) -> None:
     from vaultmem.memory.links import LINK_TYPES  # loads the link graph: the server's anyway
 
     @server.tool(
@@ -417,9 +456,10 @@ def _link_tool(server: MCPServer, vault: OpenVault) -> None:
         target: NoteName,
         type: Annotated[str | None, _one_of(LINK_TYPES, description="Default: related.")] = None,  # noqa: A002
         remove: Switch = False,
+        vault: VaultName = None,
     ) -> CallToolResult:
         def work() -> object:
-            change = api.link(vault, source, target, type, remove=remove)
+            change = api.link(vaults.get(vault), source, target, type, remove=remove)
             written: dict[str, list[str]] = {}
             for path, key in change.edits:
                 written.setdefault(path, []).append(key)
@@ -432,6 +472,29 @@ def _link_tool(server: MCPServer, vault: OpenVault) -> None:
             }
 
         return _answer(work)
+
+
+def _search_several(
+    vaults: VaultChoice,
+    names: Sequence[str],
+    query: str,
+    mode: str | None,
+    limit: int,
+    filters: Filters,
+    clock: Clock,
+) -> dict[str, object]:
+    """`search` over several named vaults: the merged hits, each naming its vault, and the
+    vaults that could not be searched with why."""
+    chosen = [(name, vaults.get(name)) for name in dict.fromkeys(names)]
+    every_has = all(v.has_vectors() for _, v in chosen)
+    picked = mode or ("hybrid" if every_has else "keyword")
+    request = SearchRequest(query, mode=picked, limit=limit, filters=filters)
+    found = api.search_vaults(chosen, request, now=clock())
+    hits = [{"vault": h.vault, **_hit(h.hit), "score": round(h.score, 3)} for h in found.hits]
+    answer: dict[str, object] = {"hits": hits}
+    if found.skipped:
+        answer["vaults_skipped"] = [{"vault": n, "error": why} for n, why in found.skipped]
+    return answer
 
 
 def _get_each(

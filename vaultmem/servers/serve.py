@@ -32,11 +32,11 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vaultmem.api import OpenVault
 from vaultmem.client import (
@@ -51,6 +51,9 @@ from vaultmem.client import (
 from vaultmem.config import Config
 from vaultmem.errors import VaultmemError
 from vaultmem.vault import make_cache
+
+if TYPE_CHECKING:
+    from vaultmem.servers.vault_choice import VaultChoice
 
 LOG_NAME = "server.log"
 MCP_PATH = "/mcp"
@@ -222,13 +225,14 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _app(vault: OpenVault, options: ServeOptions, port: int, activity: Activity) -> Any:
-    """The REST API with the MCP endpoint mounted at /mcp; every HTTP request counts as
-    activity."""
+def _app(vaults: VaultChoice, options: ServeOptions, port: int, activity: Activity) -> Any:
+    """The REST API with the MCP endpoint mounted at /mcp (its tools may name the user's
+    other vaults); every HTTP request counts as activity."""
     from vaultmem.servers.mcp import http_app, make_server
     from vaultmem.servers.rest import default_allowed_hosts, rest_app
 
-    mcp = http_app(make_server(vault), path="/", host=options.host)
+    vault = vaults.main
+    mcp = http_app(make_server(vaults), path="/", host=options.host)
     app = _exact_mount(
         rest_app(
             vault,
@@ -334,9 +338,11 @@ def serve(
     *,
     log: Log,
     on_ready: Callable[[Running], None] = lambda found: None,
+    named: tuple[Mapping[str, Path], Callable[[Path], OpenVault]] | None = None,
 ) -> None:
     """Serve ``config``'s vault until SIGINT or SIGTERM (KeyboardInterrupt here), then
-    close everything and remove the advertisement.
+    close everything and remove the advertisement. ``named``: the user's named vaults
+    (name → folder) and how to open one, for the MCP tools' ``vault`` argument.
 
     ``log`` gets one line per forwarded command, watcher batch and warning; ``on_ready``
     the advertisement once every listener accepts. It also stops, logging why, when its
@@ -344,9 +350,11 @@ def serve(
     server already runs for this cache, ConfigError for a non-loopback host without a
     token.
     """
+    from vaultmem.inference.http import BREAKERS, SERVER_BREAKER_S
     from vaultmem.servers.rest import check_bind
 
     check_bind(options.host, options.token)
+    BREAKERS.window = SERVER_BREAKER_S  # a dead endpoint is tried again a minute later
     cache_dir = make_cache(config.cache_dir)
     activity = Activity()
 
@@ -361,7 +369,11 @@ def serve(
         stack.callback(sock.close)
         port = sock.getsockname()[1]
         forward_path = _start_forwarding(cache_dir, vault, options, counted_log, stack)
-        server = _start_http(_app(vault, options, port, activity), sock, stack)
+        from vaultmem.servers.vault_choice import VaultChoice
+
+        vaults = VaultChoice(vault, *(named or ({}, None)))
+        stack.callback(vaults.close)
+        server = _start_http(_app(vaults, options, port, activity), sock, stack)
         threading.Thread(target=_prewarm, args=(vault, log), daemon=True).start()
         if options.watch:
             stack.callback(_watcher(config, vault, log))
