@@ -411,7 +411,7 @@ def install(
             notes.append(_token_note(where.path))
     if claude and not shared:
         # Said, because a relative path would be looked for from each event's project.
-        notes.append(f"the hooks name the vault by its absolute path: {config.vault}")
+        notes.append(f"note: the hooks name the vault by its absolute path: {config.vault}")
     for change, done in writes:
         _write(change, dry_run, done)
     for note in dict.fromkeys(notes):
