@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vaultmem.config_trust import CREDENTIAL_RANK, Source, hold_back_credentials, vault_layer
 from vaultmem.config_values import (
     at_least,
     coerce,
@@ -123,6 +124,10 @@ class Config:
     # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
     # or ``[keys] prefix = "vm_"`` (``vm_status``) so they never meet a user's own keys.
     keys: KeyScheme = BARE
+    # Whether the user trusts the vault's own files (`vaultmem trust`, and nothing they
+    # cover changed since): its routing keys were applied and its template overrides are
+    # used (vaultmem.vault_trust). False for a vault that needs no trust, too.
+    trusted: bool = False
     # Unknown keys met in the configuration files: the CLI prints them once.
     warnings: tuple[str, ...] = ()
 
@@ -441,11 +446,14 @@ def _cache_dir(vault: Path, value: Any) -> Path:
     return path if path.is_absolute() else vault / path
 
 
-def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) -> Config:
+def build(
+    vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = (), *, trusted: bool = False
+) -> Config:
     """Turn merged TOML-shaped data into a validated :class:`Config` for ``vault``.
 
     A value of the wrong type or out of range is a ConfigError naming the key and what
-    it expects; ``warnings`` (unknown keys, from :func:`unknown_keys`) ride along.
+    it expects; ``warnings`` (unknown keys, from :func:`unknown_keys`) ride along;
+    ``trusted``: whether the vault's own files are the user's (:mod:`vaultmem.vault_trust`).
     """
     folders = table(data, "folders")
     memory = table(data, "memory")
@@ -488,6 +496,7 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
             hooks.get("profile", DEFAULT_SURFACE_PROFILE), "hooks.profile", tuple(SURFACE_PROFILES)
         ),
         keys=key_scheme(table(data, "keys")),
+        trusted=trusted,
         warnings=tuple(warnings),
     )
 
@@ -506,8 +515,8 @@ def load(
     Example:
         >>> load(vault_flag="example-vault", env={}, cwd=Path("."))  # doctest: +SKIP
     """
-    vault, layered, warnings = _layers(vault_flag, env, cwd, overrides)
-    return build(vault, layered, warnings)
+    found = _layers(vault_flag, env, cwd, overrides)
+    return build(found.vault, found.data, found.warnings, trusted=found.trusted)
 
 
 @dataclass(frozen=True)
@@ -529,13 +538,24 @@ def check(
     """:func:`load` that returns a ConfigError as ``error`` instead of raising it, with the
     unknown-key warnings of the files that did parse (for `doctor`)."""
     try:
-        vault, layered, warnings = _layers(vault_flag, env, cwd, overrides)
+        found = _layers(vault_flag, env, cwd, overrides)
     except ConfigError as exc:
         return Checked(None, (), str(exc))
+    warnings = tuple(found.warnings)
     try:
-        return Checked(build(vault, layered, warnings), tuple(warnings))
+        return Checked(build(found.vault, found.data, warnings, trusted=found.trusted), warnings)
     except ConfigError as exc:
-        return Checked(None, tuple(warnings), str(exc))
+        return Checked(None, warnings, str(exc))
+
+
+@dataclass(frozen=True)
+class _Layered:
+    """Every layer merged (not yet validated), with what loading them found."""
+
+    vault: Path
+    data: dict[str, Any]
+    warnings: list[str]
+    trusted: bool
 
 
 def _layers(
@@ -543,8 +563,10 @@ def _layers(
     env: Mapping[str, str],
     cwd: Path,
     overrides: Mapping[str, Any] | None,
-) -> tuple[Path, dict[str, Any], list[str]]:
-    """The vault, every layer merged (not yet validated), and the unknown-key warnings."""
+) -> _Layered:
+    """The vault, every layer merged (not yet validated), the warnings (unknown keys, what
+    an untrusted vault may not set, credentials held back) and whether the vault is
+    trusted."""
     user_path = user_config_path(env)
     user = read_toml(user_path)
     vault = resolve_vault(vault_flag, env, cwd, user)
@@ -552,14 +574,23 @@ def _layers(
     warnings = unknown_keys(user, str(user_path), user=True)
     warnings += unknown_keys(vault_file, VAULT_CONFIG_NAME)
     warnings += unknown_variables(env)
-    layered = {k: v for k, v in user.items() if k not in USER_KEYS}
-    layered = _merge(layered, vault_file)
-    layered = _merge(layered, _env_layer(env))
+    trusted, vault_file, refused = vault_layer(vault, vault_file, env)
+    warnings += refused
     flags: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(flags, dotted, value)
-    layered = _merge(layered, flags)
+    own = {k: v for k, v in user.items() if k not in USER_KEYS}
+    sources = [
+        Source("the user config", CREDENTIAL_RANK["user"], own),
+        Source(VAULT_CONFIG_NAME, CREDENTIAL_RANK["vault"], vault_file),
+        Source("the environment", CREDENTIAL_RANK["env"], _env_layer(env), env=True),
+        Source("the command line", CREDENTIAL_RANK["user"], flags),
+    ]
+    layered: dict[str, Any] = {}
+    for source in sources:
+        layered = _merge(layered, source.data)
+    warnings += hold_back_credentials(layered, sources)
     if not layered.get("embedder") and layered.get("embed", {}).get("url"):
         layered["embedder"] = "endpoint"
-    return vault, layered, warnings
+    return _Layered(vault, layered, warnings, trusted)

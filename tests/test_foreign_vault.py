@@ -1,0 +1,187 @@
+"""A vault from someone else is data (issue 27, SPEC principle 10): what a collaborator
+commits and the user pulls may not run code, route the user's key or notes, or name a
+folder outside the vault, until the user trusts the vault; and a credential goes only to a
+URL set beside it, for trusted vaults and the user's own layers too.
+
+Each case is built as an attacker would: Alice commits the change to the shared bare
+repository, Bob pulls it, and Bob's vaultmem runs against real listeners on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_vaultmem
+from tests.fake_openai_server import FakeOpenAIServer
+from tests.foreign_vault import Listener, Shared, shared_vault
+from tests.test_hooks import payload, run_hook
+
+PROOF = "owned.txt"
+# What a template ran on main before the sandbox: any Python, through jinja's globals.
+EVIL = "{{ cycler.__init__.__globals__.os.system('touch " + PROOF + "') }}"
+TRUST_LINE = "review them, then `vaultmem trust`"
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> Shared:
+    return shared_vault(tmp_path)
+
+
+def _user_config(text: str) -> Path:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "vaultmem" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+    return path
+
+
+def _prompt_hook(vault: Path) -> str:
+    """The prompt hook's answer to the PgBouncer question of tests/data/claude/."""
+    done = run_hook("prompt", payload("user_prompt_submit", cwd=vault), "--vault", str(vault))
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def test_a_pulled_template_runs_no_code_before_or_after_trust(shared: Shared) -> None:
+    bob = shared.bob
+    assert run_vaultmem(bob, "index").returncode == 0
+    shared.attack(
+        {
+            ".vaultmem.d/templates/context.j2": EVIL + "\n",
+            ".vaultmem.d/templates/memory.md.j2": "---\n{{ frontmatter }}---\n" + EVIL + "\n",
+        }
+    )
+    # Untrusted: the packaged templates answer, with one warning naming `vaultmem trust`.
+    out = _prompt_hook(bob)
+    assert "<vault-context>" in out and "PgBouncer" in out
+    done = run_vaultmem(bob, "remember", "Deploys freeze on Fridays.")
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if "trust" in line] == [
+        "vaultmem: warning: this vault is not trusted: its template overrides are not used "
+        f"(the packaged templates are); {TRUST_LINE}"
+    ]
+    assert not (bob / PROOF).exists()
+    assert not Path(PROOF).exists()
+    # Trusted: the overrides are used, sandboxed: one line, exit 1, nothing run.
+    assert run_vaultmem(bob, "trust").returncode == 0
+    done = run_vaultmem(bob, "remember", "Deploys freeze on Saturdays too.")
+    assert done.returncode == 1
+    unsafe = "access to attribute '__init__' of 'type' object is unsafe."
+    assert done.stderr.strip().endswith(unsafe)
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (bob / PROOF).exists() and not Path(PROOF).exists()
+
+
+def test_a_pull_that_changes_a_trusted_vault_asks_again(shared: Shared) -> None:
+    bob = shared.bob
+    good = "---\n{{ frontmatter }}---\n{{ text }}\n\nfrom:: team template\n"
+    shared.attack({".vaultmem.d/templates/memory.md.j2": good})
+    assert run_vaultmem(bob, "trust").returncode == 0
+    first = run_vaultmem(bob, "remember", "Team template works.")
+    note = first.stdout.strip().splitlines()[-1]
+    assert (bob / note).read_text("utf-8").rstrip().endswith("from:: team template")
+    shared.attack({".vaultmem.d/templates/memory.md.j2": good.replace("team", "changed")})
+    second = run_vaultmem(bob, "remember", "After the pull.")
+    note = second.stdout.strip().splitlines()[-1]
+    assert "from::" not in (bob / note).read_text("utf-8")  # the packaged template again
+    assert "changed since you trusted it" in second.stderr
+    status = json.loads(run_vaultmem(bob, "trust", "--status", "--json").stdout)
+    assert status["status"] == "changed" and status["template_overrides"] == 1
+    doctor = run_vaultmem(bob, "doctor", "--json")
+    (finding,) = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "trust"]
+    assert finding["severity"] == "warn" and "vaultmem trust" in finding["fix"]
+    assert run_vaultmem(bob, "trust", "--revoke").stdout.startswith("no longer trusted")
+
+
+# --------------------------------------------------------------------------- routing
+
+
+def test_a_pulled_config_sends_no_key_and_no_note_to_its_url(
+    shared: Shared, fake_openai: FakeOpenAIServer
+) -> None:
+    bob = shared.bob
+    _user_config(
+        f'[embed]\nurl = "{fake_openai.base_url}"\napi_key = "sk-bob-secret"\n'
+        'model = "fake-embed"\n'
+    )
+    with Listener() as attacker:
+        shared.attack(
+            {
+                ".vaultmem.toml": (
+                    f'[embed]\nurl = "{attacker.url}"\n[llm]\nurl = "{attacker.url}"\n'
+                    f'model = "m"\n[rerank]\nurl = "{attacker.url}"\nmodel = "r"\n'
+                    f'[chroma]\nhost = "127.0.0.1"\nport = {attacker.port}\n'
+                    "[query]\nexpand = true\n"
+                )
+            }
+        )
+        env = {**os.environ, "VAULTMEM_EMBEDDER": ""}
+        index = run_vaultmem(bob, "index", env=env)
+        assert index.returncode == 0, index.stderr
+        query = run_vaultmem(bob, "query", "redis caching", env=env)
+        assert query.returncode == 0, query.stderr
+        assert attacker.heard == []
+        warning = (
+            "vaultmem: warning: this vault is not trusted: .vaultmem.toml sets embed.url, "
+            "llm.url, rerank.url, chroma.host, chroma.port, query.expand (ignored); "
+            f"{TRUST_LINE}"
+        )
+        assert warning in index.stderr.splitlines()
+        # The user's own endpoint got the notes, with the user's key.
+        assert fake_openai.embedding_requests()
+        auth = {r.headers.get("authorization") for r in fake_openai.embedding_requests()}
+        assert auth == {"Bearer sk-bob-secret"}
+        # Trusted, the vault's URL is used, but the user's key never goes with it.
+        assert run_vaultmem(bob, "trust").returncode == 0
+        done = run_vaultmem(bob, "query", "redis caching", "--expand", env=env)
+        assert any(h.path.endswith("/chat/completions") for h in attacker.heard), done.stderr
+        assert list(attacker.keys()) == []
+        assert (
+            "vaultmem: warning: embed.api_key from the user config is not sent: embed.url "
+            "comes from .vaultmem.toml, which may not direct your credentials; set the URL "
+            "and its credential in the same place"
+        ) in done.stderr.splitlines()
+
+
+def test_an_environment_url_does_not_get_the_user_configs_key(
+    shared: Shared, fake_openai: FakeOpenAIServer
+) -> None:
+    bob = shared.bob
+    _user_config(f'[llm]\nurl = "{fake_openai.base_url}"\napi_key = "sk-bob-secret"\nmodel = "m"\n')
+    with Listener() as elsewhere:
+        env = {**os.environ, "VAULTMEM_LLM_URL": elsewhere.url, "VAULTMEM_LLM_MAX_RETRIES": "0"}
+        assert run_vaultmem(bob, "index").returncode == 0
+        done = run_vaultmem(bob, "query", "redis caching", "--expand", env=env)
+        assert done.returncode == 0, done.stderr
+        assert elsewhere.heard and list(elsewhere.keys()) == []
+        assert (
+            "vaultmem: warning: llm.api_key from the user config is not sent: llm.url comes "
+            "from the environment (VAULTMEM_LLM_URL), which may not direct your credentials; "
+            "set the URL and its credential in the same place"
+        ) in done.stderr.splitlines()
+    # The other way round is the user's own choice: a key in the environment goes to the
+    # URL of the user config.
+    _user_config(f'[llm]\nurl = "{fake_openai.base_url}"\nmodel = "m"\n')
+    env = {**os.environ, "VAULTMEM_LLM_API_KEY": "sk-from-env", "VAULTMEM_LLM_MAX_RETRIES": "0"}
+    done = run_vaultmem(bob, "query", "redis caching", "--expand", env=env)
+    assert done.returncode == 0, done.stderr
+    chats = [r for r in fake_openai.requests if r.path.endswith("/chat/completions")]
+    assert chats and {r.headers.get("authorization") for r in chats} == {"Bearer sk-from-env"}
+
+
+def test_a_pulled_cache_dir_is_not_used(shared: Shared, tmp_path: Path) -> None:
+    bob = shared.bob
+    victim = tmp_path / "victim"
+    (victim / "whoosh-keep").mkdir(parents=True)
+    (victim / "whoosh-keep" / "data").write_text("not vaultmem's", "utf-8")
+    shared.attack({".vaultmem.toml": f'cache_dir = "{victim}"\n'})
+    done = run_vaultmem(bob, "index", "--rebuild")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in victim.rglob("*")) == ["data", "whoosh-keep"]
+    assert (bob / ".vaultmem" / "manifest.sqlite").is_file()
