@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vaultmem.cache_folder import cache_problem
 from vaultmem.config_trust import CREDENTIAL_RANK, Source, hold_back_credentials, vault_layer
 from vaultmem.config_values import (
     at_least,
@@ -466,9 +467,15 @@ def build(
     port = at_least(chroma.get("port", 8000), int, "chroma.port", 1)
     if port > 65535:
         raise ConfigError(f"chroma.port: expected a port from 1 to 65535, got {port!r}")
+    cache_dir = _cache_dir(vault, data.get("cache_dir"))
+    # Every door reads the cache after loading its configuration: one that is not
+    # vaultmem's own (another user's, a link, a folder it did not make) is never read.
+    refused = cache_problem(cache_dir)
+    if refused:
+        raise ConfigError(f"cannot use the cache folder {cache_dir}: {refused}")
     return Config(
         vault=vault,
-        cache_dir=_cache_dir(vault, data.get("cache_dir")),
+        cache_dir=cache_dir,
         include=_globs(data.get("include", list(DEFAULT_INCLUDE)), "include"),
         exclude=_globs(data.get("exclude", list(DEFAULT_EXCLUDE)), "exclude"),
         collections=_collections(data),

@@ -25,6 +25,7 @@ from typing import Literal
 
 from vaultmem.config import Config
 from vaultmem.errors import ConfigError
+from vaultmem.git_runner import git
 from vaultmem.properties import BARE, KeyScheme
 from vaultmem.vault import expand_braces
 
@@ -66,16 +67,12 @@ class GitSetup:
 def _git(
     folder: Path, *args: str, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run git in ``folder`` (paths taken literally); ConfigError when git is missing."""
-    try:
-        return subprocess.run(
-            ["git", "--literal-pathspecs", "-C", str(folder), *args],
-            input=stdin,
-            capture_output=True,
-            check=False,
-        )
-    except OSError as exc:
-        raise ConfigError(f"cannot run git: {exc.strerror}") from None
+    """Run git in ``folder`` (:func:`vaultmem.git_runner.git`: paths taken literally, no
+    program the repository names); ConfigError when git cannot run."""
+    done = git(folder, *args, stdin=stdin)
+    if done is None:
+        raise ConfigError("cannot run git (is it installed?)")
+    return done
 
 
 def work_tree(folder: Path) -> Path | None:

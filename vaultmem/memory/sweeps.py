@@ -18,7 +18,6 @@ and ``promoted`` notes; `promote` takes inbox notes whose status is ``active``.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from vaultmem.config import Config
 from vaultmem.errors import NoteError, VaultmemError
 from vaultmem.frontmatter.files import update_note
+from vaultmem.git_runner import git
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import index_vault, refresh_paths
 from vaultmem.memory.writeback import locked
@@ -248,23 +248,11 @@ def gc_candidates_from(
     return out
 
 
-def _git(vault: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    """Run git in the vault (paths taken literally, never as patterns); None without git."""
-    try:
-        return subprocess.run(
-            ["git", "--literal-pathspecs", "-C", str(vault), *args],
-            capture_output=True,
-            check=False,
-        )
-    except OSError:
-        return None
-
-
 def _git_paths(vault: Path, args: Sequence[str], paths: Sequence[str]) -> set[str]:
     """The NUL-separated paths a git listing prints for ``paths`` (empty on failure)."""
     found: set[str] = set()
     for i in range(0, len(paths), _GIT_CHUNK):
-        done = _git(vault, *args, "--", *paths[i : i + _GIT_CHUNK])
+        done = git(vault, *args, "--", *paths[i : i + _GIT_CHUNK])
         if done is not None and done.returncode == 0:
             found.update(
                 p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p
@@ -279,11 +267,13 @@ def deletion_blockers(vault: Path, paths: Sequence[str]) -> dict[str, str]:
     work tree, the file is in ``HEAD``, and ``git diff HEAD`` shows no change to it
     (neither staged nor unstaged). Paths are vault-relative; git runs in the vault.
     """
-    probe = _git(vault, "rev-parse", "--is-inside-work-tree")
+    probe = git(vault, "rev-parse", "--is-inside-work-tree")
     if probe is None or probe.returncode != 0 or probe.stdout.strip() != b"true":
         return {p: "the vault is not a git repository" for p in paths}
     committed = _git_paths(vault, ["ls-tree", "-r", "-z", "--name-only", "HEAD"], paths)
-    changed = _git_paths(vault, ["diff", "--name-only", "--relative", "-z", "HEAD"], paths)
+    # diff-index, the plumbing: the porcelain `diff` refreshes the index, which runs the
+    # clean filters a repository's config names.
+    changed = _git_paths(vault, ["diff-index", "--name-only", "--relative", "-z", "HEAD"], paths)
     blockers = {}
     for path in paths:
         if path not in committed:
