@@ -264,16 +264,18 @@ def deletion_blockers(vault: Path, paths: Sequence[str]) -> dict[str, str]:
     """Why each of ``paths`` may not be deleted (absent from the result: it may be).
 
     A note may be deleted only when git can give it back: the vault is (inside) a git
-    work tree, the file is in ``HEAD``, and ``git diff HEAD`` shows no change to it
-    (neither staged nor unstaged). Paths are vault-relative; git runs in the vault.
+    work tree, the file is in ``HEAD``, and it holds no change git has not committed,
+    staged or not. Paths are vault-relative; git runs in the vault, as plumbing only: a
+    porcelain ``git diff`` (and ``diff-index`` against the work tree) re-reads changed
+    files through the clean filters the repository's config names, so the file on disk
+    is compared with the index here, byte for byte (:func:`_unstaged`).
     """
     probe = git(vault, "rev-parse", "--is-inside-work-tree")
     if probe is None or probe.returncode != 0 or probe.stdout.strip() != b"true":
         return {p: "the vault is not a git repository" for p in paths}
     committed = _git_paths(vault, ["ls-tree", "-r", "-z", "--name-only", "HEAD"], paths)
-    # diff-index, the plumbing: the porcelain `diff` refreshes the index, which runs the
-    # clean filters a repository's config names.
-    changed = _git_paths(vault, ["diff-index", "--name-only", "--relative", "-z", "HEAD"], paths)
+    staged = _git_paths(vault, ["diff-index", "--cached", "--name-only", "-z", "HEAD"], paths)
+    changed = staged | _unstaged(vault, paths)
     blockers = {}
     for path in paths:
         if path not in committed:
@@ -281,6 +283,34 @@ def deletion_blockers(vault: Path, paths: Sequence[str]) -> dict[str, str]:
         elif path in changed:
             blockers[path] = "has changes not committed to git"
     return blockers
+
+
+def _unstaged(vault: Path, paths: Sequence[str]) -> set[str]:
+    """The ``paths`` whose bytes on disk are not the blob the index holds for them (a
+    filtered repository's notes count as changed: kept, never deleted by mistake)."""
+    import hashlib
+
+    form = git(vault, "rev-parse", "--show-object-format")
+    algorithm = "sha256" if form is not None and form.stdout.strip() == b"sha256" else "sha1"
+    changed = set()
+    for i in range(0, len(paths), _GIT_CHUNK):
+        done = git(vault, "ls-files", "-s", "-z", "--", *paths[i : i + _GIT_CHUNK])
+        if done is None or done.returncode != 0:
+            return set(paths)
+        for entry in done.stdout.split(b"\0"):
+            head, tab, name = entry.partition(b"\t")
+            if not tab:
+                continue
+            path = name.decode("utf-8", "surrogateescape")
+            try:
+                data = (vault / path).read_bytes()
+            except OSError:
+                changed.add(path)
+                continue
+            blob = hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
+            if blob.encode() != head.split()[1]:
+                changed.add(path)
+    return changed
 
 
 def _plan_gc(
