@@ -6,6 +6,7 @@ refreshes it. vaultmem's git calls (doctor, timeline, gc --delete, git setup) ru
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tarfile
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_git, run_vaultmem
+from tests.test_merge_driver import Machine, machines  # noqa: F401 - a fixture
+from tests.test_merge_driver import git as mgit
 from tests.test_sweeps import DECAYED, NOW, iso, write
 
 
@@ -75,3 +78,30 @@ def test_no_vaultmem_git_call_runs_a_program_of_the_vaults_git_config(
     # Touched since the commit, the same bytes: git can give it back, so it may go.
     assert ran("gc", "--delete", "--dry-run").split() == ["delete", "0.0098", "inbox/stale.md"]
     assert "merge.vaultmem.driver" in ran("git", "setup")
+
+
+def test_a_note_named_like_an_option_merges_as_a_note(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, b = machines
+    note = "-h.md"
+    (a.vault / note).write_text("---\nuse_count: 1\n---\nA note named -h.\n", "utf-8")
+    assert a.sync().returncode == 0 and b.sync().returncode == 0
+    (a.vault / note).write_text("---\nuse_count: 3\n---\nA note named -h.\n", "utf-8")
+    (b.vault / note).write_text("---\nuse_count: 2\n---\nA note named -h.\n", "utf-8")
+    assert a.sync().returncode == 0
+    assert b.sync().returncode == 0
+    # Both sides' uses counted: the driver merged the note, it did not print its --help.
+    assert (b.vault / note).read_text("utf-8").startswith("---\nuse_count: 4\n")
+
+
+def test_doctor_warns_of_a_driver_registered_without_the_separator(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, _ = machines
+    old = "vaultmem merge-driver %O %A %B %P"
+    mgit(a.vault, "config", "--local", "merge.vaultmem.driver", old)
+    report = json.loads(a.cli("doctor", "--json", ok=False).stdout)
+    (finding,) = [f for f in report["findings"] if "has no `--`" in f["message"]]
+    assert finding["severity"] == "warn" and finding["fix"] == "vaultmem git setup"
+    assert "merge.vaultmem.driver" in a.cli("git", "setup").stdout
