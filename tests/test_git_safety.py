@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_git, run_vaultmem
-from tests.test_merge_driver import Machine, machines  # noqa: F401 - a fixture
+from tests.test_merge_driver import Machine
 from tests.test_merge_driver import git as mgit
+from tests.test_merge_driver import machines as two_clones
 from tests.test_sweeps import DECAYED, NOW, iso, write
 
 
@@ -81,9 +82,9 @@ def test_no_vaultmem_git_call_runs_a_program_of_the_vaults_git_config(
 
 
 def test_a_note_named_like_an_option_merges_as_a_note(
-    machines: tuple[Machine, Machine],
+    two_clones: tuple[Machine, Machine],
 ) -> None:
-    a, b = machines
+    a, b = two_clones
     note = "-h.md"
     (a.vault / note).write_text("---\nuse_count: 1\n---\nA note named -h.\n", "utf-8")
     assert a.sync().returncode == 0 and b.sync().returncode == 0
@@ -96,9 +97,9 @@ def test_a_note_named_like_an_option_merges_as_a_note(
 
 
 def test_doctor_warns_of_a_driver_registered_without_the_separator(
-    machines: tuple[Machine, Machine],
+    two_clones: tuple[Machine, Machine],
 ) -> None:
-    a, _ = machines
+    a, _ = two_clones
     old = "vaultmem merge-driver %O %A %B %P"
     mgit(a.vault, "config", "--local", "merge.vaultmem.driver", old)
     report = json.loads(a.cli("doctor", "--json", ok=False).stdout)
