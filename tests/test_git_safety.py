@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from tests import test_merge_driver
 from tests.conftest import run_git, run_vaultmem
 from tests.test_merge_driver import Machine
 from tests.test_merge_driver import git as mgit
-from tests.test_merge_driver import machines as two_clones
 from tests.test_sweeps import DECAYED, NOW, iso, write
+
+# Two clones of example-vault/ with the driver set up (the merge driver tests' fixture).
+two_clones = test_merge_driver.machines
 
 
 @pytest.fixture
