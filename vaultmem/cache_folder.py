@@ -132,7 +132,7 @@ def own_cache(path: Path) -> Path:
     if stat.S_ISREG(info.st_mode):
         raise NotADirectoryError(errno.ENOTDIR, "it is not a folder", str(path))
     problem, marked = _checked(path, info)
-    if marked:
+    if marked or (not problem and _inside_a_cache(path)):
         return path
     problem = problem or _adoptable(path)
     if problem:
@@ -141,6 +141,22 @@ def own_cache(path: Path) -> Path:
     tighten(path)  # an older vaultmem's files, made with the umask's modes
     _write_marker(path, info)
     return path
+
+
+def _inside_a_cache(path: Path, depth: int = 3) -> bool:
+    """Whether ``path`` is a folder of a marked cache (a few levels up at most): the
+    cache's own sub-folders (``vectors/snapshots``) carry no marker of their own."""
+    for parent in list(path.parents)[:depth]:
+        try:
+            info = os.lstat(parent)
+        except OSError:
+            return False
+        problem, marked = _checked(parent, info)
+        if problem:
+            return False
+        if marked:
+            return True
+    return False
 
 
 def _write_marker(path: Path, info: os.stat_result) -> None:
