@@ -221,6 +221,13 @@ def _path(scope: str) -> Path:
     return settings_path(scope, home=Path.home(), cwd=Path.cwd())
 
 
+def _root(scope: str) -> Path:
+    """The folder the scope's files may not lead out of (the home folder, or the project)."""
+    from vaultmem.agent.claude_settings import scope_root
+
+    return scope_root(scope, home=Path.home(), cwd=Path.cwd())
+
+
 def _agents(codex: bool, gemini: bool, scope: str) -> list[str]:
     """The MCP-only agents named (--codex, --gemini); a scope one of them lacks is a
     usage error (exit 2), before anything is read or written."""
@@ -330,7 +337,7 @@ def install(
             return claude_settings.hook_command(start, target, event)
 
         change = claude_settings.plan(
-            _path(scope), lambda s: claude_settings.with_vaultmem(s, command)
+            _path(scope), lambda s: claude_settings.with_vaultmem(s, command), root=_root(scope)
         )
         writes.append((change, "installed vaultmem hooks in"))
         if shared and relative is None:
@@ -424,7 +431,7 @@ def _mcp_change(
         else:
             entry = claude_settings.stdio_server(start, config.vault)
         return claude_settings.plan(
-            where.path, lambda s: claude_settings.with_mcp(s, where.keys, entry)
+            where.path, lambda s: claude_settings.with_mcp(s, where.keys, entry), root=where.root
         )
     from vaultmem.servers.auth import TOKEN_ENV, server_auth
 
@@ -445,6 +452,7 @@ def _mcp_change(
         lambda s: claude_settings.with_mcp(s, where.keys, entry),
         mode=0o600,
         hidden=hidden,
+        root=where.root,
     )
 
 
@@ -472,13 +480,15 @@ def uninstall(
 
     agents = _agents(codex, gemini, scope)
     if claude or not agents:
-        change = claude_settings.plan(_path(scope), claude_settings.without_vaultmem)
+        change = claude_settings.plan(
+            _path(scope), claude_settings.without_vaultmem, root=_root(scope)
+        )
         _write(change, dry_run, "removed vaultmem hooks from")
         where = claude_settings.mcp_location(scope, **_around())
         _text, settings = claude_settings.read_settings(where.path)
         if claude_settings.installed_mcp(settings, where.keys) is not None:
             mcp = claude_settings.plan(
-                where.path, lambda s: claude_settings.without_mcp(s, where.keys)
+                where.path, lambda s: claude_settings.without_mcp(s, where.keys), root=where.root
             )
             _write(mcp, dry_run, "removed vaultmem's MCP server from")
     for agent in agents:
