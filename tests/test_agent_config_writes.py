@@ -17,6 +17,12 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
+from tests import test_warm
+from tests.test_warm import Served
+
+# `serve --background --port 0` on a vault, stopped after the test (test_warm's fixture).
+serve_at = test_warm.serve_at
+
 # (install flags, the project file each writes)
 TARGETS = {
     "claude settings": (["--claude"], ".claude/settings.json"),
@@ -148,3 +154,18 @@ def test_geminis_commented_settings_keep_their_comments(cli: Cli) -> None:
     assert "gemini user MCP: " in cli("hooks", "status").stdout
     cli("hooks", "uninstall", "--gemini")
     assert path.read_text("utf-8") == GEMINI_SETTINGS
+
+
+@pytest.mark.slow  # a real `serve`
+def test_mcp_http_names_a_stable_endpoint_not_a_hook_servers_free_port(
+    cli: Cli, serve_at: Served
+) -> None:
+    cli("index")
+    info = serve_at(cli.vault)  # as the SessionStart hook starts it: any free port
+    assert info["port"] != 8765
+    cli("hooks", "install", "--claude", "--mcp", "http")
+    claude = json.loads((Path(os.environ["HOME"]) / ".claude.json").read_text("utf-8"))
+    assert claude["mcpServers"]["vaultmem"]["url"] == "http://127.0.0.1:8765/mcp"
+    cli("hooks", "install", "--gemini", "--mcp", "http")
+    gemini = json.loads((Path(os.environ["HOME"]) / ".gemini/settings.json").read_text("utf-8"))
+    assert gemini["mcpServers"]["vaultmem"]["httpUrl"] == "http://127.0.0.1:8765/mcp"

@@ -296,8 +296,10 @@ def install(
     --mcp also registers the MCP server as "vaultmem" in Claude Code's MCP config for
     the scope (user: ~/.claude.json; local: its entry for the working folder; project:
     .mcp.json, shared in git), with the same care. stdio needs no token. http points at
-    the running server's /mcp (else http://127.0.0.1:8765/mcp) with "Authorization:
-    Bearer <the vault's token>", written only into a file no other user can read;
+    the /mcp of a `vaultmem serve` started on a port of its own (`--port N`; else
+    http://127.0.0.1:8765/mcp, never the free port of a server a hook started), with
+    "Authorization: Bearer <the vault's token>", written only into a file no other user
+    can read;
     .mcp.json gets "Bearer ${VAULTMEM_SERVE_TOKEN}" instead (export it from `vaultmem
     serve token` where Claude Code starts). --dry-run shows the token as ***.
 
@@ -371,6 +373,10 @@ def install(
         typer.echo(note)
 
 
+# Where `vaultmem serve` listens unless told (its --port default).
+DEFAULT_SERVER = "http://127.0.0.1:8765"
+
+
 def _token_note(path: Path) -> str:
     from vaultmem.agent.claude_settings import TOKEN_REFERENCE
 
@@ -385,11 +391,13 @@ def _around() -> dict[str, Path]:
 
 
 def _server_url(config: Any) -> str:
-    """The running server's /mcp, else the default port's."""
+    """The /mcp of the running server when it was started on a port of its own (`serve
+    --port N`), else the default port's: never the free port a hook's server got, which
+    changes with every start."""
     from vaultmem.servers.serve import MCP_PATH, running
 
     found = running(config.cache_dir)
-    return (found.url if found else "http://127.0.0.1:8765") + MCP_PATH
+    return (found.url if found and found.stable else DEFAULT_SERVER) + MCP_PATH
 
 
 def _agent_change(
