@@ -13,12 +13,18 @@ import json
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests import test_warm
 from tests.conftest import run_vaultmem
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.foreign_vault import Listener, Shared, shared_vault
 from tests.test_hooks import payload, run_hook
+from tests.test_warm import Served
+
+# `serve --background --port 0` on a vault, stopped after the test (test_warm's fixture).
+serve_at = test_warm.serve_at
 
 PROOF = "owned.txt"
 # What a template ran on main before the sandbox: any Python, through jinja's globals.
@@ -185,3 +191,38 @@ def test_a_pulled_cache_dir_is_not_used(shared: Shared, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in victim.rglob("*")) == ["data", "whoosh-keep"]
     assert (bob / ".vaultmem" / "manifest.sqlite").is_file()
+
+
+# --------------------------------------------------------------------------- a running server
+
+
+@pytest.mark.slow  # a real `serve`
+def test_a_server_started_on_a_trusted_vault_uses_no_template_pulled_since(
+    shared: Shared, serve_at: Served
+) -> None:
+    bob = shared.bob
+    team = "---\n{{ frontmatter }}---\n{{ text }}\n\nfrom:: team template\n"
+    shared.attack({".vaultmem.d/templates/memory.md.j2": team})
+    assert run_vaultmem(bob, "trust").returncode == 0
+    assert run_vaultmem(bob, "index").returncode == 0
+    info = serve_at(bob)
+    token = run_vaultmem(bob, "serve", "token").stdout.strip()
+
+    def remember(text: str) -> str:
+        with httpx.Client(base_url=info["url"], timeout=60) as client:
+            answer = client.post(
+                "/v1/remember",
+                json={"text": text},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+        assert answer.status_code == 200, answer.text
+        return (bob / answer.json()["path"]).read_text("utf-8")
+
+    assert remember("Before the pull.").rstrip().endswith("from:: team template")
+    shared.attack({".vaultmem.d/templates/memory.md.j2": team.replace("team", "pulled")})
+    assert "from::" not in remember("After the pull.")  # the packaged template
+    # The prompt hook, answered by the server, is held to the same rule.
+    shared.attack({".vaultmem.d/templates/context.j2": EVIL + "\n"})
+    out = _prompt_hook(bob)
+    assert "<vault-context>" in out and "PgBouncer" in out
+    assert not (bob / PROOF).exists() and not Path(PROOF).exists()

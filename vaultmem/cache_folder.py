@@ -12,11 +12,11 @@ code. So a cache folder is used only when it is
   names another folder and counts for nothing.
 
 A folder without a valid marker is adopted (marked) only when it looks like what an
-older vaultmem made: this user's, private, and empty or holding vaultmem's manifest; and,
-inside a git work tree, none of its files tracked by git (a cache must never arrive with a
-pull). Anything else is refused in one line. Whatever vaultmem deletes lies inside a
-marked cache (:func:`remove_tree`); new folders are 0700, and :func:`tighten` makes
-files 0600 where a library wrote them with the umask's mode.
+older vaultmem made: this user's, private, and a vault's ``.vaultmem/``, or empty, or
+holding vaultmem's manifest; and, inside a git work tree, none of its files tracked by git
+(a cache must never arrive with a pull). Anything else is refused in one line. Whatever
+vaultmem deletes lies inside a marked cache (:func:`remove_tree`); new folders are 0700,
+and :func:`tighten` makes files 0600 where a library wrote them with the umask's mode.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 MARKER = "CACHEDIR.TAG"
+DEFAULT_NAME = ".vaultmem"  # the cache's folder in a vault, unless configured elsewhere
 _SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 _OURS = "# This file is a cache directory tag created by vaultmem: its indexes of a vault."
 _FOLDER = "# vaultmem-cache-folder: "
@@ -73,7 +74,10 @@ def _adoptable(path: Path) -> str | None:
         names = os.listdir(path)
     except OSError as exc:
         return f"cannot list it: {exc.strerror}"
-    if names and not any(name in names for name in _SIGNS):
+    # A folder named as vaultmem names the cache in a vault is the older vaultmem's (or
+    # the user's template overrides, which lived there); elsewhere it must show it.
+    ours = path.name == DEFAULT_NAME or any(name in names for name in _SIGNS)
+    if names and not ours:
         return (
             "it holds files vaultmem did not make (no vaultmem CACHEDIR.TAG): "
             "choose an empty or new folder"

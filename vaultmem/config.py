@@ -125,12 +125,18 @@ class Config:
     # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
     # or ``[keys] prefix = "vm_"`` (``vm_status``) so they never meet a user's own keys.
     keys: KeyScheme = BARE
-    # Whether the user trusts the vault's own files (`vaultmem trust`, and nothing they
-    # cover changed since): its routing keys were applied and its template overrides are
-    # used (vaultmem.vault_trust). False for a vault that needs no trust, too.
-    trusted: bool = False
+    # When the user trusts the vault's own files (`vaultmem trust`, and nothing they cover
+    # changed since): their digest at load ("" otherwise, and for a vault that needs no
+    # trust). Its routing keys were applied, and its template overrides are used while
+    # the files still have that digest (vaultmem.vault_trust).
+    trust_digest: str = ""
     # Unknown keys met in the configuration files: the CLI prints them once.
     warnings: tuple[str, ...] = ()
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the user trusted the vault's own files when this config was loaded."""
+        return bool(self.trust_digest)
 
     def collection(self, name: str) -> Collection:
         """The collection called ``name``; ConfigError listing the known ones otherwise."""
@@ -448,13 +454,14 @@ def _cache_dir(vault: Path, value: Any) -> Path:
 
 
 def build(
-    vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = (), *, trusted: bool = False
+    vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = (), *, trust_digest: str = ""
 ) -> Config:
     """Turn merged TOML-shaped data into a validated :class:`Config` for ``vault``.
 
     A value of the wrong type or out of range is a ConfigError naming the key and what
     it expects; ``warnings`` (unknown keys, from :func:`unknown_keys`) ride along;
-    ``trusted``: whether the vault's own files are the user's (:mod:`vaultmem.vault_trust`).
+    ``trust_digest``: the digest of the vault's own files when the user trusts them
+    (:mod:`vaultmem.vault_trust`).
     """
     folders = table(data, "folders")
     memory = table(data, "memory")
@@ -503,7 +510,7 @@ def build(
             hooks.get("profile", DEFAULT_SURFACE_PROFILE), "hooks.profile", tuple(SURFACE_PROFILES)
         ),
         keys=key_scheme(table(data, "keys")),
-        trusted=trusted,
+        trust_digest=trust_digest,
         warnings=tuple(warnings),
     )
 
@@ -523,7 +530,7 @@ def load(
         >>> load(vault_flag="example-vault", env={}, cwd=Path("."))  # doctest: +SKIP
     """
     found = _layers(vault_flag, env, cwd, overrides)
-    return build(found.vault, found.data, found.warnings, trusted=found.trusted)
+    return build(found.vault, found.data, found.warnings, trust_digest=found.trust_digest)
 
 
 @dataclass(frozen=True)
@@ -550,7 +557,8 @@ def check(
         return Checked(None, (), str(exc))
     warnings = tuple(found.warnings)
     try:
-        return Checked(build(found.vault, found.data, warnings, trusted=found.trusted), warnings)
+        built = build(found.vault, found.data, warnings, trust_digest=found.trust_digest)
+        return Checked(built, warnings)
     except ConfigError as exc:
         return Checked(None, warnings, str(exc))
 
@@ -562,7 +570,7 @@ class _Layered:
     vault: Path
     data: dict[str, Any]
     warnings: list[str]
-    trusted: bool
+    trust_digest: str
 
 
 def _layers(
@@ -581,7 +589,7 @@ def _layers(
     warnings = unknown_keys(user, str(user_path), user=True)
     warnings += unknown_keys(vault_file, VAULT_CONFIG_NAME)
     warnings += unknown_variables(env)
-    trusted, vault_file, refused = vault_layer(vault, vault_file, env)
+    trust_digest, vault_file, refused = vault_layer(vault, vault_file, env)
     warnings += refused
     flags: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
@@ -600,4 +608,4 @@ def _layers(
     warnings += hold_back_credentials(layered, sources)
     if not layered.get("embedder") and layered.get("embed", {}).get("url"):
         layered["embedder"] = "endpoint"
-    return _Layered(vault, layered, warnings, trusted)
+    return _Layered(vault, layered, warnings, trust_digest)

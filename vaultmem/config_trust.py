@@ -108,9 +108,10 @@ def has_overrides(vault: Path) -> bool:
 
 def vault_layer(
     vault: Path, data: dict[str, Any], env: Mapping[str, str]
-) -> tuple[bool, dict[str, Any], list[str]]:
-    """Whether the vault is trusted, its config as it applies (without its routing keys
-    when it is not) and the one warning saying what was left out.
+) -> tuple[str, dict[str, Any], list[str]]:
+    """The digest of the vault's trusted files ("" when the user does not trust it), its
+    config as it applies (without its routing keys when untrusted) and the one warning
+    saying what was left out.
 
     The trust record is read only when trust would change something: a vault whose
     config routes nothing and that ships no templates costs two ``stat`` calls.
@@ -118,12 +119,12 @@ def vault_layer(
     gated = routing_keys(data)
     overrides = has_overrides(vault)
     if not gated and not overrides:
-        return False, data, []
+        return "", data, []
     from vaultmem.vault_trust import trust_folder, trust_state
 
     state = trust_state(trust_folder(env), vault)
     if state.trusted:
-        return True, data, []
+        return state.digest, data, []
     parts = []
     if gated:
         parts.append(f"{VAULT_FILE} sets {', '.join(gated)} (ignored)")
@@ -134,7 +135,7 @@ def vault_layer(
         if state.status == "changed"
         else "this vault is not trusted"
     )
-    return False, _without_keys(data, gated), [f"{why}: {'; '.join(parts)}; {TRUST_HINT}"]
+    return "", _without_keys(data, gated), [f"{why}: {'; '.join(parts)}; {TRUST_HINT}"]
 
 
 # How far a layer may direct another layer's credential: a credential goes to a URL set in

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Config
+from vaultmem.config_trust import has_overrides
 from vaultmem.errors import TemplateError, VaultmemWarning
 
 PACKAGE = "vaultmem"
@@ -111,7 +112,7 @@ def template_source(config: Config, name: str) -> tuple[str, str]:
     count only in a trusted vault (``config.trusted``). Raises :class:`TemplateError`
     when neither exists.
     """
-    folders = (override_dir(config), legacy_override_dir(config)) if config.trusted else ()
+    folders = (override_dir(config), legacy_override_dir(config)) if _still_trusted(config) else ()
     for legacy, folder in enumerate(folders):
         override = folder / name
         try:
@@ -128,6 +129,17 @@ def template_source(config: Config, name: str) -> tuple[str, str]:
             f"no template {name!r} (looked in {override_dir(config)} and the package)"
         )
     return text, f"package:{PACKAGE}/{PACKAGE_DIR}/{name}"
+
+
+def _still_trusted(config: Config) -> bool:
+    """Whether the vault was trusted when ``config`` was loaded and its trusted files
+    are unchanged since: a server loads its config once, and a pull while it runs must
+    not bring templates nobody looked at."""
+    if not config.trusted or not has_overrides(config.vault):
+        return False
+    from vaultmem.vault_trust import vault_digest
+
+    return vault_digest(config.vault) == config.trust_digest
 
 
 def _warn_legacy(config: Config, override: Path) -> None:

@@ -110,6 +110,7 @@ class TrustState:
     vault: Path
     status: Status
     since: str = ""
+    digest: str = ""  # of the covered files now (computed for a recorded vault)
 
     @property
     def trusted(self) -> bool:
@@ -161,9 +162,8 @@ def trust_state(folder: Path, vault: Path, digest: str | None = None) -> TrustSt
     if record is None:
         return TrustState(vault, "untrusted")
     since = record.get("trusted", "")
-    if record.get("digest") != (digest or vault_digest(vault)):
-        return TrustState(vault, "changed", since)
-    return TrustState(vault, "trusted", since)
+    now = digest or vault_digest(vault)
+    return TrustState(vault, "trusted" if record.get("digest") == now else "changed", since, now)
 
 
 def _private_folder(folder: Path) -> None:
@@ -204,7 +204,7 @@ def trust(folder: Path, vault: Path, now: datetime) -> TrustState:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
-    return TrustState(vault, "trusted", since)
+    return TrustState(vault, "trusted", since, data["digest"])
 
 
 def revoke(folder: Path, vault: Path) -> bool:
