@@ -165,3 +165,19 @@ def test_the_cache_files_are_0600_and_its_folders_0700(tmp_path: Path) -> None:
         for p in [cache, *cache.rglob("*")]
     }
     assert {m for m in modes.values()} <= {"0o600", "0o700"}, modes
+
+
+def test_a_pull_that_writes_into_the_cache_stops_it_being_read(tmp_path: Path) -> None:
+    shared: Shared = shared_vault(tmp_path)
+    assert run_vaultmem(shared.bob, "index").returncode == 0  # Bob's cache, marked
+    assert run_vaultmem(shared.bob, "search", "redis").returncode == 0
+    # Alice commits her index files (not the marker) over the ones Bob's cache holds.
+    assert run_vaultmem(shared.alice, "index").returncode == 0
+    run_git(shared.alice, "add", "-f", ".vaultmem")
+    run_git(shared.alice, "rm", "-q", "--cached", ".vaultmem/CACHEDIR.TAG")
+    shared.attack({}, "share my index")
+    cache = shared.bob / ".vaultmem"
+    assert "vaultmem" in (cache / "CACHEDIR.TAG").read_text("utf-8")  # still Bob's
+    done = run_vaultmem(shared.bob, "search", "redis")
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+    assert f"cannot use the cache folder {cache}: git tracks files in it" in done.stderr

@@ -42,6 +42,8 @@ DEFAULT_NAME = ".vaultmem"  # the cache's folder in a vault, unless configured e
 _SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 _OURS = "# This file is a cache directory tag created by vaultmem: its indexes of a vault."
 _FOLDER = "# vaultmem-cache-folder: "
+# Where the cache keeps the stamp of the git index it last found tracking nothing in it.
+_CHECKED = "git-index.checked"
 # Files an older vaultmem's cache holds for sure once anything was indexed.
 _SIGNS = ("manifest.sqlite", "manifest.json")
 
@@ -82,16 +84,7 @@ def _adoptable(path: Path) -> str | None:
             "it holds files vaultmem did not make (no vaultmem CACHEDIR.TAG): "
             "choose an empty or new folder"
         )
-    if names:
-        from vaultmem.git_runner import tracked
-
-        files = tracked(path)
-        if files:
-            return (
-                f"git tracks files in it ({files[0]}…): a cache never comes with a clone "
-                f"or a pull; remove it from git (git rm -r --cached) and delete it"
-            )
-    return None
+    return _tracked_problem(path) if names else None
 
 
 def cache_problem(path: Path) -> str | None:
@@ -104,7 +97,9 @@ def cache_problem(path: Path) -> str | None:
     except OSError as exc:
         return exc.strerror or str(exc)
     problem, marked = _checked(path, info)
-    return problem or (None if marked else _adoptable(path))
+    if problem:
+        return problem
+    return _pulled_into(path) if marked else _adoptable(path)
 
 
 def _checked(path: Path, info: os.stat_result) -> tuple[str | None, bool]:
@@ -136,15 +131,81 @@ def own_cache(path: Path) -> Path:
     if stat.S_ISREG(info.st_mode):
         raise NotADirectoryError(errno.ENOTDIR, "it is not a folder", str(path))
     problem, marked = _checked(path, info)
-    if marked or (not problem and _inside_a_cache(path)):
+    if marked:
+        problem = _pulled_into(path)
+    elif not problem and _inside_a_cache(path):
         return path
-    problem = problem or _adoptable(path)
+    else:
+        problem = problem or _adoptable(path)
+    if marked and not problem:
+        return path
     if problem:
         raise CacheRefused(errno.EPERM, problem, str(path))
     os.chmod(path, 0o700)
     tighten(path)  # an older vaultmem's files, made with the umask's modes
     _write_marker(path, info)
     return path
+
+
+def _git_index(start: Path) -> Path | None:
+    """The index file of the git work tree holding ``start`` (None: in none)."""
+    for folder in (start, *start.parents):
+        dot = folder / ".git"
+        try:
+            info = os.lstat(dot)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        if stat.S_ISDIR(info.st_mode):
+            return dot / "index"
+        try:  # a linked work tree or a submodule: "gitdir: PATH"
+            text = dot.read_text("utf-8", "replace")[:4096]
+        except OSError:
+            return None
+        gitdir = text.removeprefix("gitdir:").strip() if text.startswith("gitdir:") else ""
+        return (folder / gitdir / "index") if gitdir else None
+    return None
+
+
+def _pulled_into(path: Path) -> str | None:
+    """Why a marked cache may not be read: git tracks files in it, so a pull (or a
+    checkout) may have written its index files (None: it tracks none). Asked of git only
+    when the repository's index changed since the last answer, which the cache keeps in
+    :data:`_CHECKED`: a ``stat`` or two per command otherwise."""
+    index = _git_index(path.parent)
+    if index is None:
+        return None
+    try:
+        info = os.stat(index)
+    except OSError:
+        return None
+    stamp = f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}\n"
+    checked = path / _CHECKED
+    try:
+        fd = os.open(checked, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if fh.read(256) == stamp.encode():
+                return None
+    except OSError:
+        pass
+    problem = _tracked_problem(path)
+    if problem is None:
+        with suppress(OSError):  # a read-only cache asks git again next time
+            _write_private(checked, stamp)
+    return problem
+
+
+def _tracked_problem(path: Path) -> str | None:
+    from vaultmem.git_runner import tracked
+
+    files = tracked(path)
+    if not files:
+        return None
+    return (
+        f"git tracks files in it ({files[0]}…): a cache never comes with a clone or a pull; "
+        f"remove it from git (git rm -r --cached) and delete it"
+    )
 
 
 def _inside_a_cache(path: Path, depth: int = 3) -> bool:
@@ -164,12 +225,17 @@ def _inside_a_cache(path: Path, depth: int = 3) -> bool:
 
 
 def _write_marker(path: Path, info: os.stat_result) -> None:
-    temp = path / f".{MARKER}.{os.getpid()}.tmp"
+    _write_private(path / MARKER, _marker_text(info))
+
+
+def _write_private(target: Path, text: str) -> None:
+    """``target`` holding ``text``, 0600, replaced atomically (never through a link)."""
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(_marker_text(info))
-        os.replace(temp, path / MARKER)
+            fh.write(text)
+        os.replace(temp, target)
     except BaseException:
         with suppress(OSError):
             os.unlink(temp)
