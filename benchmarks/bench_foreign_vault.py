@@ -1,0 +1,119 @@
+"""What issue 27's checks cost where users wait: whole-process `search` (BM25) and `hook
+prompt` against main's code (32a09eb), in interleaved pairs on the man-page dev vault.
+
+Every run loads the configuration (the trust rule, the credential rule), checks the cache
+(owner, mode, marker, the git index stamp) and, for the hook, renders the context block in
+the sandbox. Each side has its own cache of the same vault, indexed once (BM25 only). A
+third case runs the hook in a trusted vault that ships a template override, where each
+render re-reads the digest of the trusted files (the worst case, no baseline: main had no
+trust). In process (no server), no embedding, N runs each, medians.
+
+    python benchmarks/bench_foreign_vault.py [--runs 20] [--baseline /work/main/.venv/bin/vaultmem]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import VAULTS, make_vault, queries
+
+SESSION = "bench-foreign-vault"
+
+
+def _script() -> str:
+    found = shutil.which("vaultmem", path=str(Path(sys.executable).parent))
+    if found is None:
+        sys.exit("the vaultmem script is not installed next to this Python")
+    return found
+
+
+def _payload(vault: Path, prompt: str, run: int) -> bytes:
+    data = {
+        "session_id": f"{SESSION}-{os.getpid()}-{run}",
+        "transcript_path": f"/tmp/{SESSION}.jsonl",
+        "cwd": str(vault),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+    return json.dumps(data).encode()
+
+
+def _once(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, input=stdin, env=env, capture_output=True, check=True)
+    return time.perf_counter() - start
+
+
+def _trusted_copy(vault: Path, env: dict[str, str], script: str) -> Path:
+    """A copy of the vault with a .vaultmem.toml and a context.j2 override, trusted."""
+    copy = VAULTS / "dev-fm-trusted"
+    if not copy.is_dir():
+        shutil.copytree(vault, copy, ignore=shutil.ignore_patterns(".vaultmem", ".made"))
+    (copy / ".vaultmem.toml").write_text('[llm]\nurl = "http://127.0.0.1:9"\n', "utf-8")
+    override = copy / ".vaultmem.d" / "templates" / "context.j2"
+    override.parent.mkdir(parents=True, exist_ok=True)
+    override.write_text(
+        "<vault-context>\n{% for n in notes %}{{ n.text }}\n{% endfor %}</vault-context>\n",
+        "utf-8",
+    )
+    subprocess.run(
+        [script, "--vault", str(copy), "trust"], env=env, check=True, stdout=subprocess.DEVNULL
+    )
+    subprocess.run(
+        [script, "--vault", str(copy), "index"], env=env, check=True, stdout=subprocess.DEVNULL
+    )
+    return copy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--baseline", default="/work/main/.venv/bin/vaultmem")
+    args = parser.parse_args()
+    vault = make_vault("dev", frontmatter=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    env.update(VAULTMEM_EMBEDDER="none", VAULTMEM_NO_SERVER="1", VAULTMEM_HOOKS_START_SERVER="0")
+    sides = {"main": args.baseline, "i27": _script()}
+    caches = {name: VAULTS / "caches" / f"dev-fm-foreign-{name}" for name in sides}
+    for name, script in sides.items():
+        index = [script, "--vault", str(vault), "--cache-dir", str(caches[name]), "index"]
+        subprocess.run(index, env=env, check=True, stdout=subprocess.DEVNULL)
+    trusted = _trusted_copy(vault, env, sides["i27"])
+    query = queries("dev")[2]["query"]
+    cases: dict[str, tuple[str, list[str], bool]] = {}
+    for name, script in sides.items():
+        base = [script, "--vault", str(vault), "--cache-dir", str(caches[name])]
+        cases[f"search_{name}"] = (name, [*base, "search", query, "-n", "10"], False)
+        cases[f"hook_prompt_{name}"] = (name, [*base, "hook", "prompt"], True)
+    trusted_hook = [sides["i27"], "--vault", str(trusted), "hook", "prompt"]
+    cases["hook_prompt_i27_trusted_override"] = ("i27", trusted_hook, True)
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for run in range(args.runs):
+        for name, (_side, cmd, hook) in cases.items():
+            stdin = _payload(vault, f"How do I {query}?", run) if hook else b""
+            times[name].append(_once(cmd, stdin, env))
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    result = {
+        "runs": args.runs,
+        "query": query,
+        **{f"{name}_s": round(value, 4) for name, value in medians.items()},
+        "search_ratio": round(medians["search_i27"] / medians["search_main"], 3),
+        "hook_prompt_ratio": round(medians["hook_prompt_i27"] / medians["hook_prompt_main"], 3),
+        "trusted_override_ratio": round(
+            medians["hook_prompt_i27_trusted_override"] / medians["hook_prompt_main"], 3
+        ),
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
