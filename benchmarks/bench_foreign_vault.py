@@ -19,20 +19,12 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from common import VAULTS, make_vault, queries
+from common import VAULTS, make_vault, queries, vaultmem_script
 
 SESSION = "bench-foreign-vault"
-
-
-def _script() -> str:
-    found = shutil.which("vaultmem", path=str(Path(sys.executable).parent))
-    if found is None:
-        sys.exit("the vaultmem script is not installed next to this Python")
-    return found
 
 
 def _payload(vault: Path, prompt: str, run: int) -> bytes:
@@ -82,7 +74,7 @@ def main() -> None:
     vault = make_vault("dev", frontmatter=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
     env.update(VAULTMEM_EMBEDDER="none", VAULTMEM_NO_SERVER="1", VAULTMEM_HOOKS_START_SERVER="0")
-    sides = {"main": args.baseline, "i27": _script()}
+    sides = {"main": args.baseline, "i27": vaultmem_script()}
     caches = {name: VAULTS / "caches" / f"dev-fm-foreign-{name}" for name in sides}
     for name, script in sides.items():
         index = [script, "--vault", str(vault), "--cache-dir", str(caches[name]), "index"]

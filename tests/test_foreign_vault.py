@@ -226,3 +226,56 @@ def test_a_server_started_on_a_trusted_vault_uses_no_template_pulled_since(
     out = _prompt_hook(bob)
     assert "<vault-context>" in out and "PgBouncer" in out
     assert not (bob / PROOF).exists() and not Path(PROOF).exists()
+
+
+# ------------------------------------------------------------------ the rule, layer by layer
+
+
+@pytest.mark.parametrize(
+    ("user", "vault_file", "env", "kept"),
+    [
+        # url and key together, in any one layer: sent.
+        ('[embed]\nurl = "https://u"\napi_key = "k"', "", {}, True),
+        ("", "", {"VAULTMEM_EMBED_URL": "https://e", "VAULTMEM_EMBED_API_KEY": "k"}, True),
+        ("", '[embed]\nurl = "https://v"\napi_key = "k"', {}, True),
+        # A key from a higher layer than the URL's: held back.
+        ('[embed]\napi_key = "k"', '[embed]\nurl = "https://v"', {}, False),
+        (
+            '[embed]\nurl = "https://u"\napi_key = "k"',
+            "",
+            {"VAULTMEM_EMBED_URL": "https://e"},
+            False,
+        ),
+        ("", '[embed]\nurl = "https://v"', {"VAULTMEM_EMBED_API_KEY": "k"}, False),
+        # A URL from a higher layer than the key's: the user's own choice, sent.
+        ('[embed]\nurl = "https://u"', "", {"VAULTMEM_EMBED_API_KEY": "k"}, True),
+        ('[embed]\nurl = "https://u"', '[embed]\napi_key = "k"', {}, True),
+    ],
+)
+def test_a_credential_goes_only_where_its_layer_or_a_higher_one_points(
+    tmp_path: Path, user: str, vault_file: str, env: dict[str, str], kept: bool
+) -> None:
+    from vaultmem.config import load
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / ".vaultmem.toml").write_text(vault_file + "\n", "utf-8")
+    config_file = _user_config(user + "\n")
+    home = {"XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"], "VAULTMEM_CONFIG": str(config_file)}
+    assert run_vaultmem(vault, "trust").returncode == 0  # the vault's own url counts
+    config = load(vault_flag=str(vault), env={**home, **env}, cwd=tmp_path)
+    assert (config.embed.api_key == "k") is kept
+    assert any("embed.api_key" in w and "is not sent" in w for w in config.warnings) is not kept
+
+
+def test_a_chroma_token_is_held_back_when_another_layer_moves_the_server(tmp_path: Path) -> None:
+    from vaultmem.config import load
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    _user_config('[chroma]\nhost = "chroma.internal"\ntoken = "t"\nssl = true\n')
+    env = {"XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
+    assert load(vault_flag=str(vault), env=env, cwd=tmp_path).chroma.token == "t"
+    for moved in ({"VAULTMEM_CHROMA_PORT": "9000"}, {"VAULTMEM_CHROMA_SSL": "0"}):
+        config = load(vault_flag=str(vault), env={**env, **moved}, cwd=tmp_path)
+        assert config.chroma.token is None, moved

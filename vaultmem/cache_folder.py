@@ -78,8 +78,7 @@ def _adoptable(path: Path) -> str | None:
         return f"cannot list it: {exc.strerror}"
     # A folder named as vaultmem names the cache in a vault is the older vaultmem's (or
     # the user's template overrides, which lived there); elsewhere it must show it.
-    ours = path.name == DEFAULT_NAME or any(name in names for name in _SIGNS)
-    if names and not ours:
+    if names and not _looks_like_ours(path):
         return (
             "it holds files vaultmem did not make (no vaultmem CACHEDIR.TAG): "
             "choose an empty or new folder"
@@ -133,12 +132,11 @@ def own_cache(path: Path) -> Path:
     problem, marked = _checked(path, info)
     if marked:
         problem = _pulled_into(path)
-    elif not problem and _inside_a_cache(path):
+        if not problem:
+            return path
+    elif _inside_a_cache(path):
         return path
-    else:
-        problem = problem or _adoptable(path)
-    if marked and not problem:
-        return path
+    problem = problem or _adoptable(path)
     if problem:
         raise CacheRefused(errno.EPERM, problem, str(path))
     os.chmod(path, 0o700)
@@ -209,8 +207,9 @@ def _tracked_problem(path: Path) -> str | None:
 
 
 def _inside_a_cache(path: Path, depth: int = 3) -> bool:
-    """Whether ``path`` is a folder of a marked cache (a few levels up at most): the
-    cache's own sub-folders (``vectors/snapshots``) carry no marker of their own."""
+    """Whether ``path`` is a folder of a cache (a few levels up at most) that vaultmem
+    may use: the cache's own sub-folders (``vectors/snapshots``) carry no marker, and the
+    modules that keep them check what they read there themselves."""
     for parent in list(path.parents)[:depth]:
         try:
             info = os.lstat(parent)
@@ -219,9 +218,20 @@ def _inside_a_cache(path: Path, depth: int = 3) -> bool:
         problem, marked = _checked(parent, info)
         if problem:
             return False
-        if marked:
+        if marked or (_looks_like_ours(parent) and _adoptable(parent) is None):
             return True
     return False
+
+
+def _looks_like_ours(path: Path) -> bool:
+    """Whether an unmarked folder shows an older vaultmem made it: a vault's
+    ``.vaultmem/``, vaultmem's manifest, or the ``.gitignore`` of ``*`` it wrote first."""
+    if path.name == DEFAULT_NAME or any((path / name).exists() for name in _SIGNS):
+        return True
+    try:
+        return (path / ".gitignore").read_bytes() == b"*\n"
+    except OSError:
+        return False
 
 
 def _write_marker(path: Path, info: os.stat_result) -> None:
@@ -262,8 +272,9 @@ def remove_tree(cache_dir: Path, path: Path) -> None:
 
 
 def tighten(cache_dir: Path) -> None:
-    """Make every file under the cache 0600 and every folder 0700 (the index libraries
-    create theirs with the umask's modes); links are left alone, errors ignored."""
+    """Make every file under the cache 0600 and every folder 0700 where others may read
+    it (the index libraries create theirs with the umask's modes); one others may write
+    is left as it is, links too; errors are ignored."""
     for root, folders, files in os.walk(cache_dir):
         for name in folders:
             _chmod(os.path.join(root, name), 0o700)
@@ -275,5 +286,8 @@ def _chmod(path: str, mode: int) -> None:
     with suppress(OSError):
         info = os.lstat(path)
         kind = stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)  # never a link
-        if kind and stat.S_IMODE(info.st_mode) & 0o077:
+        bits = stat.S_IMODE(info.st_mode)
+        # Only what others may read: what others may write could hold their files, and
+        # is left for the checks that refuse it, never made to look private.
+        if kind and bits & 0o077 and not bits & 0o022:
             os.chmod(path, mode)

@@ -15,6 +15,7 @@ Two rules, both about where the user's data and credentials go:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,9 +102,15 @@ def _without_keys(data: Mapping[str, Any], dotted: Sequence[str]) -> dict[str, A
 
 
 def has_overrides(vault: Path) -> bool:
-    """Whether the vault ships template overrides (``.vaultmem.d/templates/``, or the
-    legacy ``.vaultmem/templates/``), which are used only once the vault is trusted."""
-    return any((vault / rel).is_dir() for rel in OVERRIDE_FOLDERS)
+    """Whether the vault ships template overrides (a non-empty ``.vaultmem.d/templates/``,
+    or the legacy ``.vaultmem/templates/``), which are used only once it is trusted."""
+    for rel in OVERRIDE_FOLDERS:
+        try:
+            if os.listdir(vault / rel):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def vault_layer(

@@ -36,7 +36,7 @@ from vaultmem.agent.claude_settings import (
     installed_mcp,
     plan,
     read_json,
-    read_text,
+    read_object,
     refuse_links,
     with_mcp,
     without_mcp,
@@ -145,16 +145,7 @@ def plan_uninstall(where: McpFile) -> Change:
 def read_jsonc(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its object, read as JSON with comments and
     trailing commas (Gemini CLI's settings.json); ConfigError when it is not one."""
-    text = read_text(path)
-    if text is None:
-        return None, {}
-    try:
-        data = jsonc.loads(text)
-    except jsonc.JsoncError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc}); fix it, nothing was written") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: not a JSON object; nothing was written")
-    return text, data
+    return read_object(path, "jsonc")
 
 
 def _strict_json(text: str) -> bool:
@@ -190,13 +181,7 @@ def _jsonc_change(
 def read_toml(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its value; ConfigError when it is not
     valid TOML or its ``mcp_servers`` is not a table (nothing is written then)."""
-    text = read_text(path)
-    if text is None:
-        return None, {}
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc}); fix it, nothing was written") from None
+    text, data = read_object(path, "toml")
     if not isinstance(data.get(TABLE, {}), dict):
         raise ConfigError(f"{path}: {TABLE} is not a table; nothing was written")
     return text, data

@@ -179,13 +179,22 @@ def read_text(path: Path) -> str | None:
 def read_json(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its JSON object; ConfigError when it is
     not one (nothing is written then)."""
+    return read_object(path, "json")
+
+
+def read_object(path: Path, kind: str) -> tuple[str | None, dict[str, Any]]:
+    """The file's text (None when missing) and its value as ``kind`` (:data:`PARSERS`),
+    which must be an object; ConfigError when it is not (nothing is written then)."""
     text = read_text(path)
     if text is None:
         return None, {}
     try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc}); fix it, nothing was written") from None
+        data = PARSERS[kind](text)
+    except ValueError as exc:  # JSONDecodeError, JsoncError and TOMLDecodeError alike
+        name = "TOML" if kind == "toml" else "JSON"
+        raise ConfigError(
+            f"{path}: not valid {name} ({exc}); fix it, nothing was written"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a JSON object; nothing was written")
     return text, data
