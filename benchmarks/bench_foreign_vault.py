@@ -19,12 +19,14 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from common import VAULTS, make_vault, queries, vaultmem_script
 
 SESSION = "bench-foreign-vault"
+EXPECTED = "DROP_POLICY"  # the note the dev query of the benchmark is about
 
 
 def _payload(vault: Path, prompt: str, run: int) -> bytes:
@@ -39,10 +41,22 @@ def _payload(vault: Path, prompt: str, run: int) -> bytes:
     return json.dumps(data).encode()
 
 
+def _side_env(env: dict[str, str], side: str) -> dict[str, str]:
+    """The environment of one side: its bytecode cached in a folder of its own, so that a
+    baseline checkout whose ``__pycache__`` is stale or read-only does not recompile its
+    modules on every run (which is not what a user's install does)."""
+    return {**env, "PYTHONPYCACHEPREFIX": str(VAULTS / "pycache" / side)}
+
+
 def _once(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, input=stdin, env=env, capture_output=True, check=True)
-    return time.perf_counter() - start
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, check=True)
+    took = time.perf_counter() - start
+    # Both sides must have answered, not failed fast: the first hit (search) or the
+    # context block (hook) names the note.
+    if EXPECTED.encode() not in done.stdout:
+        sys.exit(f"{cmd} did not answer as expected: {done.stdout[:200]!r} {done.stderr!r}")
+    return took
 
 
 def _trusted_copy(vault: Path, env: dict[str, str], script: str) -> Path:
@@ -53,10 +67,8 @@ def _trusted_copy(vault: Path, env: dict[str, str], script: str) -> Path:
     (copy / ".vaultmem.toml").write_text('[llm]\nurl = "http://127.0.0.1:9"\n', "utf-8")
     override = copy / ".vaultmem.d" / "templates" / "context.j2"
     override.parent.mkdir(parents=True, exist_ok=True)
-    override.write_text(
-        "<vault-context>\n{% for n in notes %}{{ n.text }}\n{% endfor %}</vault-context>\n",
-        "utf-8",
-    )
+    listed = "{% for n in notes %}- {{ n.title }} ({{ n.path }})\n{% endfor %}"
+    override.write_text(f"<vault-context>\n{listed}</vault-context>\n", "utf-8")
     subprocess.run(
         [script, "--vault", str(copy), "trust"], env=env, check=True, stdout=subprocess.DEVNULL
     )
@@ -78,7 +90,7 @@ def main() -> None:
     caches = {name: VAULTS / "caches" / f"dev-fm-foreign-{name}" for name in sides}
     for name, script in sides.items():
         index = [script, "--vault", str(vault), "--cache-dir", str(caches[name]), "index"]
-        subprocess.run(index, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(index, env=_side_env(env, name), check=True, stdout=subprocess.DEVNULL)
     trusted = _trusted_copy(vault, env, sides["i27"])
     query = queries("dev")[2]["query"]
     cases: dict[str, tuple[str, list[str], bool]] = {}
@@ -89,10 +101,13 @@ def main() -> None:
     trusted_hook = [sides["i27"], "--vault", str(trusted), "hook", "prompt"]
     cases["hook_prompt_i27_trusted_override"] = ("i27", trusted_hook, True)
     times: dict[str, list[float]] = {name: [] for name in cases}
+    names = list(cases)
     for run in range(args.runs):
-        for name, (_side, cmd, hook) in cases.items():
+        # Each run in another order, so neither side always runs first (warmer caches).
+        for name in names[run % len(names) :] + names[: run % len(names)]:
+            side, cmd, hook = cases[name]
             stdin = _payload(vault, f"How do I {query}?", run) if hook else b""
-            times[name].append(_once(cmd, stdin, env))
+            times[name].append(_once(cmd, stdin, _side_env(env, side)))
     medians = {name: statistics.median(values) for name, values in times.items()}
     result = {
         "runs": args.runs,
