@@ -9,6 +9,9 @@ render re-reads the digest of the trusted files (the worst case, no baseline: ma
 trust). In process (no server), no embedding, N runs each, medians.
 
     python benchmarks/bench_foreign_vault.py [--runs 20] [--baseline /work/main/.venv/bin/vaultmem]
+
+Reported: each command's median, and for each measure the median of the per-run ratios
+of the pair (i27 / main).
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ SESSION = "bench-foreign-vault"
 EXPECTED = "DROP_POLICY"  # the note the dev query of the benchmark is about
 
 
-def _payload(vault: Path, prompt: str, run: int) -> bytes:
+def _payload(vault: Path, prompt: str, session: int) -> bytes:
     data = {
-        "session_id": f"{SESSION}-{os.getpid()}-{run}",
+        "session_id": f"{SESSION}-{os.getpid()}-{session}",
         "transcript_path": f"/tmp/{SESSION}.jsonl",
         "cwd": str(vault),
         "permission_mode": "default",
@@ -93,31 +96,47 @@ def main() -> None:
         subprocess.run(index, env=_side_env(env, name), check=True, stdout=subprocess.DEVNULL)
     trusted = _trusted_copy(vault, env, sides["i27"])
     query = queries("dev")[2]["query"]
-    cases: dict[str, tuple[str, list[str], bool]] = {}
+    commands: dict[str, list[str]] = {}
     for name, script in sides.items():
         base = [script, "--vault", str(vault), "--cache-dir", str(caches[name])]
-        cases[f"search_{name}"] = (name, [*base, "search", query, "-n", "10"], False)
-        cases[f"hook_prompt_{name}"] = (name, [*base, "hook", "prompt"], True)
-    trusted_hook = [sides["i27"], "--vault", str(trusted), "hook", "prompt"]
-    cases["hook_prompt_i27_trusted_override"] = ("i27", trusted_hook, True)
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    names = list(cases)
+        commands[f"search_{name}"] = [*base, "search", query, "-n", "10"]
+        commands[f"hook_prompt_{name}"] = [*base, "hook", "prompt"]
+    commands["hook_prompt_trusted_override"] = [
+        sides["i27"],
+        "--vault",
+        str(trusted),
+        "hook",
+        "prompt",
+    ]
+    # Each measure is a pair run back to back (in turn which goes first), so that the
+    # load of a shared machine, which drifts over minutes, weighs on both alike.
+    pairs = {
+        "search": ("search_main", "search_i27"),
+        "hook_prompt": ("hook_prompt_main", "hook_prompt_i27"),
+        "trusted_override": ("hook_prompt_main", "hook_prompt_trusted_override"),
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    ratios: dict[str, list[float]] = {name: [] for name in pairs}
     for run in range(args.runs):
-        # Each run in another order, so neither side always runs first (warmer caches).
-        for name in names[run % len(names) :] + names[: run % len(names)]:
-            side, cmd, hook = cases[name]
-            stdin = _payload(vault, f"How do I {query}?", run) if hook else b""
-            times[name].append(_once(cmd, stdin, _side_env(env, side)))
+        for measure, pair in pairs.items():
+            took = {}
+            for name in pair if run % 2 == 0 else pair[::-1]:
+                side = "main" if name.endswith("main") else "i27"
+                # A fresh session each time: a note is shown once per session.
+                session = len(times[name]) * 10 + list(commands).index(name)
+                stdin = _payload(vault, f"How do I {query}?", session) if "hook" in name else b""
+                took[name] = _once(commands[name], stdin, _side_env(env, side))
+                times[name].append(took[name])
+            ratios[measure].append(took[pair[1]] / took[pair[0]])
     medians = {name: statistics.median(values) for name, values in times.items()}
     result = {
         "runs": args.runs,
         "query": query,
         **{f"{name}_s": round(value, 4) for name, value in medians.items()},
-        "search_ratio": round(medians["search_i27"] / medians["search_main"], 3),
-        "hook_prompt_ratio": round(medians["hook_prompt_i27"] / medians["hook_prompt_main"], 3),
-        "trusted_override_ratio": round(
-            medians["hook_prompt_i27_trusted_override"] / medians["hook_prompt_main"], 3
-        ),
+        **{
+            f"{measure}_ratio_median_of_pairs": round(statistics.median(values), 3)
+            for measure, values in ratios.items()
+        },
     }
     print(json.dumps(result, indent=2))
 

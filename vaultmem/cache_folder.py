@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 from contextlib import suppress
 from pathlib import Path
@@ -268,6 +267,8 @@ def remove_tree(cache_dir: Path, path: Path) -> None:
         with suppress(FileNotFoundError):
             os.unlink(path)
         return
+    import shutil
+
     shutil.rmtree(path, ignore_errors=True)
 
 
