@@ -49,6 +49,16 @@ def baseline_tree(rev: str = "83064f7") -> Path:
     return out
 
 
+def vaultmem_script() -> str:
+    """The installed `vaultmem` script beside this Python (what hooks and cron run)."""
+    import shutil
+
+    found = shutil.which("vaultmem", path=str(Path(sys.executable).parent))
+    if found is None:
+        sys.exit("the vaultmem script is not installed next to this Python")
+    return found
+
+
 def queries(corpus: str = "dev") -> list[dict]:
     """The gold queries of a corpus split."""
     path = MANPAGES / corpus / "queries.jsonl"

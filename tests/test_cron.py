@@ -140,3 +140,54 @@ def test_the_systemd_units_are_valid_and_quote_the_vault(awkward: Cli) -> None:
         [verify, "verify", *units], capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stderr
+
+
+def as_cron_reads(command: str) -> tuple[str, str]:
+    """What cron (vixie cron, cronie) makes of a crontab line's command: the command the
+    shell runs and the text it gets on stdin. An unescaped ``%`` ends the command (the rest,
+    its ``%`` as newlines, is stdin); ``\\%`` is a ``%``; any other backslash stays."""
+    out, escaped = [], False
+    for i, ch in enumerate(command):
+        if escaped:
+            escaped = False
+            if ch == "%":
+                out[-1] = "%"
+                continue
+        elif ch == "\\":
+            escaped = True
+        elif ch == "%":
+            return "".join(out), command[i + 1 :].replace("%", "\n")
+        out.append(ch)
+    return "".join(out), ""
+
+
+def test_a_vault_path_with_a_line_break_gets_no_cron_line(tmp_path: Path) -> None:
+    # A folder name that, printed as it is, adds a job of its own to the crontab.
+    vault = tmp_path / "notes\n* * * * * touch vaultmem-injected #"
+    vault.mkdir()
+    (vault / ".vaultmem.toml").write_text("", "utf-8")
+    for args, what in ((["cron"], "a crontab line"), (["cron", "--systemd"], "a systemd unit")):
+        done = Cli(vault)(*args, ok=False)
+        assert done.exit_code == 1 and done.stdout == ""
+        assert done.stderr.splitlines() == [
+            f"vaultmem: error: cannot write {what} for {str(vault.resolve())!r}: it holds a "
+            "line break, which cannot be quoted there (rename the folder)"
+        ]
+
+
+def test_a_backslash_before_a_percent_sign_is_refused_for_cron_only(tmp_path: Path) -> None:
+    vault = tmp_path / "100\\%done"
+    vault.mkdir()
+    (vault / ".vaultmem.toml").write_text("", "utf-8")
+    done = Cli(vault)("cron", ok=False)
+    assert done.exit_code == 1 and len(done.stderr.splitlines()) == 1
+    assert "a backslash before % cannot be quoted in a crontab" in done.stderr
+    units = Cli(vault)("cron", "--systemd").stdout
+    assert f"--vault {systemd_quote(str(vault.resolve()))} " in units
+
+
+def test_a_percent_sign_reaches_the_shell_as_it_is() -> None:
+    text = crontab(["/usr/bin/vaultmem"], Path("/v/100%"), ["--vault", "/v/100%"])
+    for line in jobs(text).values():
+        command, stdin = as_cron_reads(line)
+        assert stdin == "" and shlex.split(command)[2] == "/v/100%"

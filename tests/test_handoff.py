@@ -112,6 +112,7 @@ def test_vault_override_of_the_handoff_template(vault: Path, cli: Cli) -> None:
     override = vault / ".vaultmem" / "templates" / "handoff.md.j2"
     override.parent.mkdir(parents=True)
     override.write_text("---\n{{ frontmatter }}---\n# {{ title }}\n\nAsked: {{ request }}\n")
+    cli("trust")  # a vault's templates are used once the user trusts it
     path = cli("handoff", str(SESSION)).stdout.splitlines()[-1]
     _, body = _note(vault, path)
     assert "Asked: I prefer small commits" in body and "## Done" not in body

@@ -216,10 +216,12 @@ def test_the_vault_can_override_the_memory_template(cli: Cli, vault: Path, now: 
     override = vault / ".vaultmem" / "templates" / "memory.md.j2"
     override.parent.mkdir(parents=True)
     override.write_text("---\n{{ frontmatter }}---\n{{ text }}\n\nsource:: agent\n", "utf-8")
+    cli("trust")  # a vault's templates are used once the user trusts it
     path = last_line(cli("remember", "Templated memory", "--title", "T").stdout)
     assert body(vault, path) == "Templated memory\n\nsource:: agent\n"
     assert meta(vault, path)["title"] == "T"
     override.write_text("no frontmatter {{ text }}\n", "utf-8")
+    cli("trust")  # changed: trusted again
     result = cli("remember", "Another memory", ok=False)
     assert result.exit_code == 1 and "memory.md.j2" in result.stderr
     assert not (vault / "inbox" / "another-memory.md").exists()

@@ -361,7 +361,7 @@ def test_init_git_makes_the_repository_and_registers_the_driver(tmp_path: Path) 
     assert "created git repository" in out
     assert (vault / ".gitattributes").read_text().splitlines()[-1] == "**/*.md merge=vaultmem"
     driver = git(vault, "config", "--get", "merge.vaultmem.driver").stdout.strip()
-    assert driver == "vaultmem merge-driver %O %A %B %P"
+    assert driver == "vaultmem merge-driver -- %O %A %B %P"
 
 
 # --------------------------------------------------------------------------- driver alone

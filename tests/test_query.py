@@ -385,11 +385,13 @@ def test_a_vault_template_overrides_the_packaged_prompt(
     override = qcli.vault / ".vaultmem" / "templates" / "prompts" / "expand.j2"
     override.parent.mkdir(parents=True)
     override.write_text("Expand {{ query }} as JSON{% if intent %} for {{ intent }}{% endif %}.")
+    qcli("trust")  # a vault's templates are used once the user trusts it
     server.chat_replies.append(json.dumps(EXPANSION))
     qcli("query", CACHING, "--no-rerank")
     assert chats(server)[0]["messages"][-1]["content"] == f"Expand {CACHING} as JSON."
 
     override.write_text("{{ no_such_variable }}")  # broken: expansion skipped, not a crash
+    qcli("trust")  # changed: trusted again
     result = qcli("query", "another question", "--no-rerank", "--json")
     assert len(chats(server)) == 1
     assert result.stderr.startswith("vaultmem: expansion skipped: template ")

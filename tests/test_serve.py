@@ -221,18 +221,23 @@ def test_a_cache_path_too_long_for_a_socket_gets_a_private_one(
     assert not socket.exists()
 
 
-def test_a_cache_others_may_write_to_keeps_its_socket_elsewhere(
+def test_a_cache_others_may_write_to_is_refused_until_it_is_private(
     vault: Path, serve_at: Served
 ) -> None:
+    # Issue 27: a cache the group may write to (umask 002) could hold their files; it is
+    # used by no command, the server included, until it is private again.
     indexed(vault)
-    (vault / ".vaultmem").chmod(0o775)  # umask 002: the group may write to it
-    info = serve_at(vault)
-    socket = Path(info["socket"])
-    assert socket.parent.name == f"vaultmem-{os.getuid()}"
-    assert socket.parent.stat().st_mode & 0o777 == 0o700
+    cache = vault / ".vaultmem"
+    cache.chmod(0o775)
+    for args in (["serve", "--background", "--port", "0"], ["search", "redis"]):
+        done = vm(vault, *args)
+        assert done.returncode == 1, args
+        assert f"other users may write to it (chmod 700 {cache})".encode() in done.stderr
+    cache.chmod(0o700)
+    serve_at(vault)
     done = vm(vault, "search", "redis")
     assert b"Redis" in done.stdout and done.stderr == b""
-    assert "forwarded search: exit 0" in (vault / ".vaultmem" / "server.log").read_text()
+    assert "forwarded search: exit 0" in (cache / "server.log").read_text()
 
 
 def test_watch_indexes_saved_notes(vault: Path) -> None:

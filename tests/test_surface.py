@@ -171,9 +171,11 @@ def test_the_block_comes_from_the_context_template_a_vault_can_override(scli: Cl
     override.write_text(
         "<memory>\n{% for note in notes %}* {{ note.path }}\n{% endfor %}</memory>\n", "utf-8"
     )
+    scli("trust")  # a vault's templates are used once the user trusts it
     out = surfaced(scli, REDIS)
     assert out["context"] == "<memory>\n" + "".join(f"* {p}\n" for p in paths(out)) + "</memory>"
     override.write_text("{{ nope }}", "utf-8")
+    scli("trust")  # changed: trusted again
     broken = scli("surface", REDIS, ok=False)
     assert broken.exit_code == 1 and "context.j2" in broken.stderr and "nope" in broken.stderr
 

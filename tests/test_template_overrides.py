@@ -1,5 +1,6 @@
 """Template overrides live in the vault's ``.vaultmem.d/templates/``, tracked with the notes
-(issue 19, item 5); the old cache location still works this release, with a warning."""
+(issue 19, item 5); the old cache location still works this release, with a warning. Both
+count only once the user trusts the vault (issue 27: `vaultmem trust`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def _templates(cli: Cli) -> dict:
 def test_an_override_in_vaultmem_d_is_used_and_is_no_note(vault: Path, cli: Cli) -> None:
     _override(vault, ".vaultmem.d", "tracked")
     (vault / ".vaultmem.d" / "README.md").write_text("# my overrides\n", "utf-8")
+    cli("trust")
     result = cli("remember", "No deploys on Fridays.")
     path = result.stdout.strip().splitlines()[-1]
     assert read_note(vault, path).body.rstrip().endswith("source:: tracked")
@@ -65,6 +67,7 @@ def test_init_leaves_vaultmem_d_to_git(vault: Path, cli: Cli) -> None:
 
 def test_the_old_cache_location_still_works_with_a_warning(vault: Path, cli: Cli) -> None:
     _override(vault, ".vaultmem", "cache")
+    cli("trust")
     result = cli("remember", "No deploys on Fridays.")
     path = result.stdout.strip().splitlines()[-1]
     assert read_note(vault, path).body.rstrip().endswith("source:: cache")  # nothing lost
@@ -82,6 +85,7 @@ def test_the_old_cache_location_still_works_with_a_warning(vault: Path, cli: Cli
     assert (vault / ".vaultmem.d" / "templates" / "memory.md.j2").is_file()
     assert not (vault / ".vaultmem" / "templates").exists()
     assert _templates(cli)["severity"] == "ok"
+    cli("trust")  # the overrides moved: trust is asked again
     again = cli("remember", "No deploys on Saturdays either.")
     assert "warning" not in again.stderr
     new = again.stdout.strip().splitlines()[-1]
@@ -93,6 +97,7 @@ def test_vaultmem_d_wins_over_the_old_location(vault: Path, cli: Cli) -> None:
     _override(vault, ".vaultmem.d", "tracked")
     (vault / ".vaultmem" / "templates" / "prompts").mkdir()
     (vault / ".vaultmem" / "templates" / "prompts" / "expand.j2").write_text("x", "utf-8")
+    cli("trust")
     result = cli("remember", "No deploys on Fridays.")
     path = result.stdout.strip().splitlines()[-1]
     assert read_note(vault, path).body.rstrip().endswith("source:: tracked")

@@ -262,8 +262,8 @@ def test_another_process_sees_the_data(tmp_path: Path) -> None:
         from pathlib import Path
         import numpy as np
         from vaultmem.index.vectors import VectorStore
-        cache = Path({str(tmp_path)!r})
-        vectors = np.load(cache / "v.npy")
+        cache = Path({str(tmp_path / "cache")!r})  # a cache folder of vaultmem's own
+        vectors = np.load(cache.parent / "v.npy")
         ids = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(150)]
         store = VectorStore.open(cache, "m", 16)
         if sys.argv[1] == "write":
@@ -275,7 +275,7 @@ def test_another_process_sees_the_data(tmp_path: Path) -> None:
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
     subprocess.run([sys.executable, "-c", child, "write"], check=True, env=env, timeout=120)
-    with VectorStore.open(tmp_path, "m", 16) as store:
+    with VectorStore.open(tmp_path / "cache", "m", 16) as store:
         assert store.count() == 150
         assert store.query(vectors[9], 1)[0][0] == hash_ids(150)[9]
         store.upsert(hash_ids(10, salt="x"), unit_vectors(10, 16, seed=9))
@@ -319,7 +319,7 @@ def test_a_foreign_collection_under_our_name_is_refused(tmp_path: Path) -> None:
     import chromadb
     from chromadb.config import Settings
 
-    path = tmp_path / "chroma"
+    path = tmp_path / ".vaultmem" / "chroma"  # in an (older) vault cache
     client = chromadb.PersistentClient(
         path=str(path.resolve()), settings=Settings(anonymized_telemetry=False, allow_reset=False)
     )
@@ -328,7 +328,7 @@ def test_a_foreign_collection_under_our_name_is_refused(tmp_path: Path) -> None:
     )
     client.close()  # type: ignore[attr-defined]  # Client has it, ClientAPI does not
     with pytest.raises(IndexStateError, match="records model None"):
-        VectorStore.open(tmp_path, "m", 8)
+        VectorStore.open(tmp_path / ".vaultmem", "m", 8)
 
 
 # -- server failures --------------------------------------------------------------------

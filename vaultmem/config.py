@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vaultmem.cache_folder import cache_problem
+from vaultmem.config_trust import CREDENTIAL_RANK, Source, hold_back_credentials, vault_layer
 from vaultmem.config_values import (
     at_least,
     coerce,
@@ -127,8 +129,18 @@ class Config:
     # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
     # or ``[keys] prefix = "vm_"`` (``vm_status``) so they never meet a user's own keys.
     keys: KeyScheme = BARE
+    # When the user trusts the vault's own files (`vaultmem trust`, and nothing they cover
+    # changed since): their digest at load ("" otherwise, and for a vault that needs no
+    # trust). Its routing keys were applied, and its template overrides are used while
+    # the files still have that digest (vaultmem.vault_trust).
+    trust_digest: str = ""
     # Unknown keys met in the configuration files: the CLI prints them once.
     warnings: tuple[str, ...] = ()
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the user trusted the vault's own files when this config was loaded."""
+        return bool(self.trust_digest)
 
     def collection(self, name: str) -> Collection:
         """The collection called ``name``; ConfigError listing the known ones otherwise."""
@@ -465,11 +477,15 @@ def _cache_dir(vault: Path, value: Any) -> Path:
     return path if path.is_absolute() else vault / path
 
 
-def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) -> Config:
+def build(
+    vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = (), *, trust_digest: str = ""
+) -> Config:
     """Turn merged TOML-shaped data into a validated :class:`Config` for ``vault``.
 
     A value of the wrong type or out of range is a ConfigError naming the key and what
-    it expects; ``warnings`` (unknown keys, from :func:`unknown_keys`) ride along.
+    it expects; ``warnings`` (unknown keys, from :func:`unknown_keys`) ride along;
+    ``trust_digest``: the digest of the vault's own files when the user trusts them
+    (:mod:`vaultmem.vault_trust`).
     """
     folders = table(data, "folders")
     memory = table(data, "memory")
@@ -482,9 +498,15 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
     port = at_least(chroma.get("port", 8000), int, "chroma.port", 1)
     if port > 65535:
         raise ConfigError(f"chroma.port: expected a port from 1 to 65535, got {port!r}")
+    cache_dir = _cache_dir(vault, data.get("cache_dir"))
+    # Every door reads the cache after loading its configuration: one that is not
+    # vaultmem's own (another user's, a link, a folder it did not make) is never read.
+    refused = cache_problem(cache_dir)
+    if refused:
+        raise ConfigError(f"cannot use the cache folder {cache_dir}: {refused}")
     return Config(
         vault=vault,
-        cache_dir=_cache_dir(vault, data.get("cache_dir")),
+        cache_dir=cache_dir,
         include=_globs(data.get("include", list(DEFAULT_INCLUDE)), "include"),
         exclude=excludes(data.get("exclude")),
         collections=_collections(data),
@@ -513,6 +535,7 @@ def build(vault: Path, data: Mapping[str, Any], warnings: Sequence[str] = ()) ->
             hooks.get("profile", DEFAULT_SURFACE_PROFILE), "hooks.profile", tuple(SURFACE_PROFILES)
         ),
         keys=key_scheme(table(data, "keys")),
+        trust_digest=trust_digest,
         warnings=tuple(warnings),
     )
 
@@ -531,8 +554,8 @@ def load(
     Example:
         >>> load(vault_flag="example-vault", env={}, cwd=Path("."))  # doctest: +SKIP
     """
-    vault, layered, warnings = _layers(vault_flag, env, cwd, overrides)
-    return build(vault, layered, warnings)
+    found = _layers(vault_flag, env, cwd, overrides)
+    return build(found.vault, found.data, found.warnings, trust_digest=found.trust_digest)
 
 
 @dataclass(frozen=True)
@@ -554,13 +577,25 @@ def check(
     """:func:`load` that returns a ConfigError as ``error`` instead of raising it, with the
     unknown-key warnings of the files that did parse (for `doctor`)."""
     try:
-        vault, layered, warnings = _layers(vault_flag, env, cwd, overrides)
+        found = _layers(vault_flag, env, cwd, overrides)
     except ConfigError as exc:
         return Checked(None, (), str(exc))
+    warnings = tuple(found.warnings)
     try:
-        return Checked(build(vault, layered, warnings), tuple(warnings))
+        built = build(found.vault, found.data, warnings, trust_digest=found.trust_digest)
+        return Checked(built, warnings)
     except ConfigError as exc:
-        return Checked(None, tuple(warnings), str(exc))
+        return Checked(None, warnings, str(exc))
+
+
+@dataclass(frozen=True)
+class _Layered:
+    """Every layer merged (not yet validated), with what loading them found."""
+
+    vault: Path
+    data: dict[str, Any]
+    warnings: list[str]
+    trust_digest: str
 
 
 def _layers(
@@ -568,8 +603,10 @@ def _layers(
     env: Mapping[str, str],
     cwd: Path,
     overrides: Mapping[str, Any] | None,
-) -> tuple[Path, dict[str, Any], list[str]]:
-    """The vault, every layer merged (not yet validated), and the unknown-key warnings."""
+) -> _Layered:
+    """The vault, every layer merged (not yet validated), the warnings (unknown keys, what
+    an untrusted vault may not set, credentials held back) and whether the vault is
+    trusted."""
     user_path = user_config_path(env)
     user = read_toml(user_path)
     vault = resolve_vault(vault_flag, env, cwd, user)
@@ -577,20 +614,27 @@ def _layers(
     warnings = unknown_keys(user, str(user_path), user=True)
     warnings += unknown_keys(vault_file, VAULT_CONFIG_NAME)
     warnings += unknown_variables(env)
-    layered = {k: v for k, v in user.items() if k not in USER_KEYS}
-    layered = _merge(layered, vault_file)
-    env_layer = _env_layer(env)
-    layered = _merge(layered, env_layer)
+    trust_digest, vault_file, refused = vault_layer(vault, vault_file, env)
+    warnings += refused
     flags: dict[str, Any] = {}
     for dotted, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(flags, dotted, value)
-    layered = _merge(layered, flags)
+    own = {k: v for k, v in user.items() if k not in USER_KEYS}
+    sources = [
+        Source("the user config", CREDENTIAL_RANK["user"], own),
+        Source(VAULT_CONFIG_NAME, CREDENTIAL_RANK["vault"], vault_file),
+        Source("the environment", CREDENTIAL_RANK["env"], _env_layer(env), env=True),
+        Source("the command line", CREDENTIAL_RANK["user"], flags),
+    ]
+    layered: dict[str, Any] = {}
+    for source in sources:
+        layered = _merge(layered, source.data)
     # Excludes add up, layer after layer (each may take one back with "!glob").
-    layers = (user, vault_file, env_layer, flags)
-    added = [glob for data in layers for glob in _globs(data.get("exclude", []), "exclude")]
+    added = [g for s in sources for g in _globs(s.data.get("exclude", []), "exclude")]
     if added:
         layered["exclude"] = added
+    warnings += hold_back_credentials(layered, sources)
     if not layered.get("embedder") and layered.get("embed", {}).get("url"):
         layered["embedder"] = "endpoint"
-    return vault, layered, warnings
+    return _Layered(vault, layered, warnings, trust_digest)

@@ -81,6 +81,27 @@ def command_line(launcher: Sequence[str], vault_args: Sequence[str], job: Job) -
     return " && ".join(shlex.join([*launcher, *vault_args, *words]) for words in job.commands)
 
 
+def refuse_unquotable(words: Sequence[str], *, crontab: bool) -> None:
+    """ConfigError, in one line, for a word a crontab line (``crontab``) or a systemd unit
+    cannot carry as it is: a line break ends the line (the rest would run as a job of its
+    own), and in a crontab a backslash right before ``%`` cannot be written, since cron
+    reads ``\\%`` as an escaped ``%`` and the shell's quotes do not stop it (crontab(5):
+    an unescaped ``%`` ends the command, the rest is its standard input)."""
+    for word in words:
+        if "\n" in word or "\r" in word:
+            what = "a crontab line" if crontab else "a systemd unit"
+            raise ConfigError(
+                f"cannot write {what} for {word!r}: it holds a line break, which cannot be "
+                "quoted there (rename the folder)"
+            )
+        if crontab and "\\%" in word:
+            raise ConfigError(
+                f"cannot write a crontab line for {word!r}: a backslash before % cannot be "
+                "quoted in a crontab (cron would end the command there; rename the folder, or "
+                "use `vaultmem cron --systemd`)"
+            )
+
+
 def crontab(
     launcher: Sequence[str], vault: Path, vault_args: Sequence[str], *, installed: bool = False
 ) -> str:
@@ -90,6 +111,7 @@ def crontab(
     global options naming the vault (``["--vault", "/abs/vault"]``). ``installed``: the
     lines of the block `cron --install` writes (its first comment says so).
     """
+    refuse_unquotable([str(vault), *launcher, *vault_args], crontab=True)
     how = "kept by `vaultmem cron --install`" if installed else "paste into `crontab -e`"
     lines = [f"# vaultmem jobs for the vault {vault} ({how}).", *EXIT_CODES, *ENVIRONMENT]
     for job in jobs():
@@ -100,6 +122,7 @@ def crontab(
 
 def job_line(launcher: Sequence[str], vault_args: Sequence[str], job: Job) -> str:
     """The crontab line of one job: its schedule and its command line."""
+    refuse_unquotable([*launcher, *vault_args], crontab=True)
     # cron turns an unescaped % into a newline, even inside quotes
     command = command_line(launcher, vault_args, job).replace("%", "\\%")
     return f"{job.schedule} {command}"
@@ -133,6 +156,7 @@ def unit_description(vault: Path) -> str:
 
 def unit_files(launcher: Sequence[str], vault: Path, vault_args: Sequence[str]) -> dict[str, str]:
     """The sweep's units by file name: ``<name>.service`` and ``<name>.timer``."""
+    refuse_unquotable([str(vault), *launcher, *vault_args], crontab=False)
     name = unit_name(vault)
     sweep = jobs()[0]
     exec_lines = [

@@ -1,29 +1,38 @@
-"""jinja2 templates: shipped inside the package, overridable per vault (SPEC §1).
+"""jinja2 templates: shipped inside the package, overridable per trusted vault (SPEC §1).
 
 Packaged templates live in the repository's top-level ``templates/`` folder, which
 ``vaultmem/templates`` links to: package data, so they ship in the wheel as
 ``vaultmem/templates/`` and load from an installed vaultmem with
 :mod:`importlib.resources`, whatever the working directory. A vault overrides one by
 putting a file of the same relative name in ``<vault>/.vaultmem.d/templates/`` (e.g.
-``.vaultmem.d/templates/prompts/expand.j2``); the override wins. ``.vaultmem.d/`` sits
-beside ``.vaultmem.toml`` and is the vault's own: tracked in git with the notes, never
-read as notes. The cache ``.vaultmem/`` is git-ignored and disposable, so the overrides
-that used to live in ``.vaultmem/templates/`` are still read this release, with a
-warning to move them (`doctor` prints the command); one in ``.vaultmem.d/`` wins.
+``.vaultmem.d/templates/prompts/expand.j2``); the override wins once the user trusts the
+vault (``Config.trusted``, :mod:`vaultmem.vault_trust`): a vault may come from someone
+else, so until then the packaged templates are used (the configuration's one warning
+says so). ``.vaultmem.d/`` sits beside ``.vaultmem.toml`` and is the vault's own: tracked
+in git with the notes, never read as notes. The cache ``.vaultmem/`` is git-ignored and
+disposable, so the overrides that used to live in ``.vaultmem/templates/`` are still read
+this release, with a warning to move them (`doctor` prints the command); one in
+``.vaultmem.d/`` wins.
 
-Templates render plain text (prompts, markdown), so autoescaping is off, and undefined
-variables are errors rather than silently empty: a typo in an override should be
-reported, not produce a prompt with a hole in it.
+Every template, packaged or a trusted override, renders in jinja2's
+``ImmutableSandboxedEnvironment``: a template is data, so it reaches no Python internals
+(``cycler.__init__.__globals__`` is refused), changes none of the values it is given,
+and cannot build huge strings or numbers (:class:`_Sandbox`). Templates render plain text
+(prompts, markdown), so autoescaping is off, and undefined variables are errors rather
+than silently empty: a typo in an override should be reported, not produce a prompt with
+a hole in it.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from vaultmem.config import Config
+from vaultmem.config_trust import has_overrides
 from vaultmem.errors import TemplateError, VaultmemWarning
 
 PACKAGE = "vaultmem"
@@ -99,10 +108,12 @@ def _packaged(name: str) -> str | None:
 def template_source(config: Config, name: str) -> tuple[str, str]:
     """``(text, where)`` of template ``name``: the vault's override, else the packaged one.
 
-    ``where`` is the override's path or ``package:vaultmem/templates/<name>``.
-    Raises :class:`TemplateError` when neither exists.
+    ``where`` is the override's path or ``package:vaultmem/templates/<name>``. Overrides
+    count only in a trusted vault (``config.trusted``). Raises :class:`TemplateError`
+    when neither exists.
     """
-    for legacy, folder in enumerate((override_dir(config), legacy_override_dir(config))):
+    folders = (override_dir(config), legacy_override_dir(config)) if _still_trusted(config) else ()
+    for legacy, folder in enumerate(folders):
         override = folder / name
         try:
             found = override.read_text(encoding="utf-8-sig") if override.is_file() else None
@@ -118,6 +129,17 @@ def template_source(config: Config, name: str) -> tuple[str, str]:
             f"no template {name!r} (looked in {override_dir(config)} and the package)"
         )
     return text, f"package:{PACKAGE}/{PACKAGE_DIR}/{name}"
+
+
+def _still_trusted(config: Config) -> bool:
+    """Whether the vault was trusted when ``config`` was loaded and its trusted files
+    are unchanged since: a server loads its config once, and a pull while it runs must
+    not bring templates nobody looked at."""
+    if not config.trusted or not has_overrides(config.vault):
+        return False
+    from vaultmem.vault_trust import vault_digest
+
+    return vault_digest(config.vault) == config.trust_digest
 
 
 def _warn_legacy(config: Config, override: Path) -> None:
@@ -157,13 +179,7 @@ def compiled(config: Config, name: str) -> Callable[..., str]:
     import jinja2
 
     text, where = template_source(config, name)
-    env = jinja2.Environment(
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = _sandbox()
     try:
         template = env.from_string(text)
     except jinja2.TemplateError as exc:
@@ -172,10 +188,58 @@ def compiled(config: Config, name: str) -> Callable[..., str]:
     def render_it(**context: Any) -> str:
         try:
             return template.render(**context)
-        except jinja2.TemplateError as exc:
+        except Exception as exc:  # noqa: BLE001 - a template's error of any kind is one line
             raise _failed(where, exc) from None
 
     return render_it
+
+
+# The most a sandboxed ``*`` or ``**`` may make: a template that asks for more (``"x" *
+# 10**9``, ``9 ** 9 ** 9``) fails with one line instead of eating the memory of a hook.
+MAX_PRODUCT_LENGTH = 1_000_000
+MAX_POWER_BITS = 4096
+
+
+@functools.cache
+def _sandbox() -> Any:
+    """The jinja2 environment every template renders in (see the module doc); made once
+    per process."""
+    from jinja2 import StrictUndefined
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class _Sandbox(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**" and _big_power(left, right):
+                raise SecurityError("the power is too large for a template")
+            if operator == "*" and _long_product(left, right):
+                raise SecurityError("the repeated text is too long for a template")
+            return super().call_binop(context, operator, left, right)
+
+    return _Sandbox(
+        autoescape=False,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _long_product(left: Any, right: Any) -> bool:
+    """Whether ``left * right`` repeats a sequence past MAX_PRODUCT_LENGTH items."""
+    for seq, times in ((left, right), (right, left)):
+        if isinstance(seq, str | list | tuple | bytes) and isinstance(times, int):
+            return len(seq) * times > MAX_PRODUCT_LENGTH
+    return False
+
+
+def _big_power(base: Any, exponent: Any) -> bool:
+    """Whether ``base ** exponent`` would be an integer of more than MAX_POWER_BITS bits."""
+    if not isinstance(base, int) or not isinstance(exponent, int) or exponent <= 1:
+        return False
+    return abs(base) > 1 and abs(base).bit_length() * exponent > MAX_POWER_BITS
 
 
 def _failed(where: str, exc: Exception) -> TemplateError:

@@ -18,7 +18,6 @@ repository, or a ``git log`` that fails or times out leaves the git events out a
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ from typing import Any, Literal, NamedTuple
 
 from vaultmem.config import Config
 from vaultmem.errors import RequestError
+from vaultmem.git_runner import git
 from vaultmem.index import manifest as mf
 from vaultmem.memory_state import parse_time
 from vaultmem.model import check_limit, check_text
@@ -254,20 +254,11 @@ def _git_log(vault: Path, args: Sequence[str], timeout: float) -> list[_Commit] 
     git, the vault is not in a repository, or git fails or runs past ``timeout``."""
     # -z: names NUL-separated and never quoted (git quotes `"`, tabs and newlines in a
     # name even with core.quotepath off, and a quoted name matches no note).
-    command = ["git", "-C", str(vault), "-c", "core.quotepath=off", "log", "-z", _FORMAT, *args]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    log = ["-c", "core.quotepath=off", "log", "-z", "--no-ext-diff", "--no-textconv", _FORMAT]
+    done = git(vault, *log, *args, timeout=timeout)
+    if done is None or done.returncode != 0:
         return None
-    return _commits(done.stdout) if done.returncode == 0 else None
+    return _commits(done.stdout.decode("utf-8", "replace"))
 
 
 def _commits(text: str) -> list[_Commit]:

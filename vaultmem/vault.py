@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from vaultmem.cache_folder import own_cache, tighten
 from vaultmem.config import Config
 from vaultmem.errors import AmbiguousNote, LockBusy, NoteError, NoteNotFound, VaultmemError
 
@@ -425,19 +426,16 @@ def lock_state(cache_dir: Path, name: str = "lock") -> LockState:
 
 
 def make_cache(cache_dir: Path) -> Path:
-    """The cache folder, created if missing: private (0700) and git-ignored.
+    """The cache folder, created if missing: vaultmem's own, private (0700), git-ignored.
 
     The one place a cache comes to exist, whichever command writes first. It holds the
     notes' text (the keyword index, snippets, fragments), the server's token and socket,
-    so nobody but its user may enter it, whatever the umask or the notes' own modes.
-    Raises OSError (a file in the way: NotADirectoryError).
+    so nobody but its user may enter it, whatever the umask or the notes' own modes; and
+    it is used only when it is a real folder of this user's that vaultmem made (see
+    :mod:`vaultmem.cache_folder`). Raises OSError (a file in the way:
+    NotADirectoryError; a folder that may not be used: CacheRefused, its one line).
     """
-    if not cache_dir.is_dir():
-        if cache_dir.exists():
-            raise NotADirectoryError(errno.ENOTDIR, "it is not a folder", str(cache_dir))
-        cache_dir.parent.mkdir(parents=True, exist_ok=True)
-        with suppress(FileExistsError):  # another process made it a moment ago
-            cache_dir.mkdir(mode=0o700)
+    own_cache(cache_dir)
     ignore = cache_dir / ".gitignore"
     if not ignore.exists():
         # The cache is disposable: keep it out of git even in a vault never `init`ed.
@@ -493,6 +491,8 @@ def vault_lock(
                 time.sleep(0.05)
         _record_holder(fd, what)
         yield
+        # The index libraries write with the umask's modes: the cache's files are 0600.
+        tighten(cache_dir)
     finally:
         _HELD_LOCKS.discard(fd)
         os.close(fd)

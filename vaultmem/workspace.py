@@ -15,6 +15,8 @@ from vaultmem.vault import make_cache, walk_notes
 VAULT_TOML = """\
 # vaultmem configuration for this vault (tracked in git; every key is optional).
 # Precedence: defaults < ~/.config/vaultmem/config.toml < this file < VAULTMEM_* < flags.
+# What sends data or names a path (endpoint urls and keys, [chroma], cache_dir) applies
+# only once you run `vaultmem trust` for this vault; keep API keys in your own config.
 
 # Which files are notes (globs over vault-relative paths; {a,b} braces work).
 # include = ["**/*.md"]

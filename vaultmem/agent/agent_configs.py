@@ -24,17 +24,20 @@ import copy
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vaultmem.agent import jsonc
 from vaultmem.agent.claude_settings import (
     MCP_NAME,
     Change,
     installed_mcp,
     plan,
     read_json,
-    read_text,
+    read_object,
+    refuse_links,
     with_mcp,
     without_mcp,
 )
@@ -65,6 +68,7 @@ class McpFile:
     path: Path
     kind: str
     shared: bool
+    root: Path | None = None  # the folder of its scope, which it may not lead out of
 
 
 def mcp_file(
@@ -77,10 +81,11 @@ def mcp_file(
     shared = scope == "project"
     if agent == "codex":
         base = cwd / ".codex" if shared else (codex_home or home / ".codex")
-        return McpFile(agent, base / "config.toml", "toml", shared)
+        root = cwd if shared else (codex_home or home)
+        return McpFile(agent, base / "config.toml", "toml", shared, root)
     if agent == "gemini":
         base = cwd / ".gemini" if shared else home / ".gemini"
-        return McpFile(agent, base / "settings.json", "json", shared)
+        return McpFile(agent, base / "settings.json", "json", shared, cwd if shared else home)
     raise ConfigError(f"unknown agent {agent!r} (choose from {', '.join(AGENTS)})")
 
 
@@ -99,27 +104,75 @@ def http_entry(agent: str, url: str) -> dict[str, Any]:
 
 def installed(where: McpFile) -> dict[str, Any] | None:
     """vaultmem's entry in the file (None when there is none); ConfigError when the file
-    is not valid TOML/JSON."""
+    is not valid TOML/JSON (with comments, for Gemini's)."""
     if where.kind == "toml":
         return installed_mcp(read_toml(where.path)[1], (TABLE,))
-    return installed_mcp(read_json(where.path)[1], SERVERS)
+    return installed_mcp(read_jsonc(where.path)[1], SERVERS)
 
 
 def plan_install(where: McpFile, entry: dict[str, Any]) -> Change:
     """The change that sets vaultmem's entry to ``entry`` (everything else kept)."""
+    refuse_links(where.path, where.root)
     if where.kind == "json":
-        return plan(where.path, lambda s: with_mcp(s, SERVERS, entry), read=read_json)
+        text, data = read_jsonc(where.path)
+        if text is not None and not _strict_json(text):
+            edit = lambda t: jsonc.set_member(t, SERVERS, MCP_NAME, entry)  # noqa: E731
+            return _jsonc_change(where, text, edit, with_mcp(data, SERVERS, entry))
+        change = lambda s: with_mcp(s, SERVERS, entry)  # noqa: E731
+        return plan(where.path, change, read=read_json, root=where.root)
     before, data = read_toml(where.path)
-    return Change(where.path, before, with_table(before or "", data, entry), kind="toml")
+    after = with_table(before or "", data, entry)
+    return Change(where.path, before, after, kind="toml", root=where.root)
 
 
 def plan_uninstall(where: McpFile) -> Change:
     """The change that removes vaultmem's entry (everything else kept)."""
+    refuse_links(where.path, where.root)
     if where.kind == "json":
-        return plan(where.path, lambda s: without_mcp(s, SERVERS), read=read_json)
+        text, data = read_jsonc(where.path)
+        if text is not None and not _strict_json(text):
+            edit = lambda t: jsonc.remove_member(t, SERVERS, MCP_NAME)  # noqa: E731
+            return _jsonc_change(where, text, edit, without_mcp(data, SERVERS))
+        return plan(where.path, lambda s: without_mcp(s, SERVERS), read=read_json, root=where.root)
     before, data = read_toml(where.path)
     after = without_table(before, data) if before is not None else ""
-    return Change(where.path, before, after, kind="toml")
+    return Change(where.path, before, after, kind="toml", root=where.root)
+
+
+# --------------------------------------------------------------------------- JSONC
+
+
+def read_jsonc(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text (None when missing) and its object, read as JSON with comments and
+    trailing commas (Gemini CLI's settings.json); ConfigError when it is not one."""
+    return read_object(path, "jsonc")
+
+
+def _strict_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return not text.strip()
+    return True
+
+
+def _jsonc_change(
+    where: McpFile, before: str, edit: Callable[[str], str], expected: dict[str, Any]
+) -> Change:
+    """The change of a commented settings.json, edited in place by ``edit`` (every
+    comment kept), once the result reads back as ``expected``; ConfigError otherwise."""
+    after = ""
+    try:
+        after = edit(before)
+        same = jsonc.loads(after) == expected
+    except jsonc.JsoncError:
+        same = False
+    if not same:
+        raise ConfigError(
+            f"cannot edit {'.'.join(SERVERS)}.{MCP_NAME} of {where.path} safely; nothing was "
+            "written. Edit it by hand"
+        )
+    return Change(where.path, before, after, kind="jsonc", root=where.root)
 
 
 # --------------------------------------------------------------------------- TOML
@@ -128,13 +181,7 @@ def plan_uninstall(where: McpFile) -> Change:
 def read_toml(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its value; ConfigError when it is not
     valid TOML or its ``mcp_servers`` is not a table (nothing is written then)."""
-    text = read_text(path)
-    if text is None:
-        return None, {}
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc}); fix it, nothing was written") from None
+    text, data = read_object(path, "toml")
     if not isinstance(data.get(TABLE, {}), dict):
         raise ConfigError(f"{path}: {TABLE} is not a table; nothing was written")
     return text, data

@@ -34,6 +34,7 @@ import copy
 import difflib
 import json
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vaultmem.agent import jsonc
 from vaultmem.agent.hooks import EVENT_NAMES, EVENTS, context_output
 from vaultmem.atomic import atomic_write
 from vaultmem.errors import ConfigError
@@ -65,6 +67,12 @@ NOT_INSTALLED = (
     "memory hooks of this project do nothing: install it (`pip install .` in a clone of "
     "vaultmem) and start a new session."
 )
+
+
+def scope_root(scope: str, *, home: Path, cwd: Path) -> Path:
+    """The folder a scope's files may not lead out of: the home folder for the user's
+    own, the project (the working folder) for the project and local ones."""
+    return home if scope == "user" else cwd
 
 
 def settings_path(scope: str, *, home: Path, cwd: Path) -> Path:
@@ -158,9 +166,10 @@ def vaultmem_event(command: object) -> str | None:
 
 
 def read_text(path: Path) -> str | None:
-    """A configuration file's text (None when missing); ConfigError when unreadable."""
+    """A configuration file's text, line ends as they are (None when missing);
+    ConfigError when unreadable."""
     try:
-        return path.read_text("utf-8")
+        return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -170,13 +179,22 @@ def read_text(path: Path) -> str | None:
 def read_json(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when missing) and its JSON object; ConfigError when it is
     not one (nothing is written then)."""
+    return read_object(path, "json")
+
+
+def read_object(path: Path, kind: str) -> tuple[str | None, dict[str, Any]]:
+    """The file's text (None when missing) and its value as ``kind`` (:data:`PARSERS`),
+    which must be an object; ConfigError when it is not (nothing is written then)."""
     text = read_text(path)
     if text is None:
         return None, {}
     try:
-        data = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc}); fix it, nothing was written") from None
+        data = PARSERS[kind](text)
+    except ValueError as exc:  # JSONDecodeError, JsoncError and TOMLDecodeError alike
+        name = "TOML" if kind == "toml" else "JSON"
+        raise ConfigError(
+            f"{path}: not valid {name} ({exc}); fix it, nothing was written"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: not a JSON object; nothing was written")
     return text, data
@@ -283,6 +301,7 @@ def with_vaultmem(settings: dict[str, Any], command: Callable[[str], str]) -> di
 # How each kind of configuration file is read back: the value a change is judged by.
 PARSERS: dict[str, Callable[[str], Any]] = {
     "json": lambda text: json.loads(text) if text.strip() else {},
+    "jsonc": jsonc.loads,
     "toml": tomllib.loads,
 }
 
@@ -291,8 +310,14 @@ PARSERS: dict[str, Callable[[str], Any]] = {
 class Change:
     """A planned change to one configuration file; ``before`` is None for a new file.
 
-    ``kind``: ``json`` or ``toml`` (:data:`PARSERS`); ``mode``: the permission bits a new
-    file gets (None: the umask's); ``hidden``: text (a token) :meth:`diff` shows as ``***``.
+    ``kind``: ``json``, ``jsonc`` or ``toml`` (:data:`PARSERS`); ``mode``: the permission
+    bits a new file gets (None: the umask's); ``hidden``: text (a token) :meth:`diff`
+    shows as ``***``; ``root``: the folder of the file's scope (the project, or the home
+    folder), which the file and its backup may not lead out of through a symlink.
+
+    A change that would write refuses, in one line (ConfigError) when it is planned, so
+    that nothing of a batch is written: a file or folder on the way that is a symlink out
+    of ``root``, and a read-only file (:func:`write_refusal`).
     """
 
     path: Path
@@ -301,6 +326,13 @@ class Change:
     mode: int | None = None
     hidden: tuple[str, ...] = ()
     kind: str = "json"
+    root: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.changed:
+            refused = write_refusal(self.path, self.root, backup=self.before is not None)
+            if refused:
+                raise ConfigError(f"{refused}; nothing was written")
 
     @property
     def changed(self) -> bool:
@@ -310,13 +342,18 @@ class Change:
         parse = PARSERS[self.kind]
         return bool(parse(self.before) != parse(self.after))
 
+    @property
+    def text(self) -> str:
+        """What is written: ``after`` in the file's own style (:func:`in_style_of`)."""
+        return in_style_of(self.before, self.after, PARSERS[self.kind])
+
     def diff(self) -> str:
         """A unified diff of the file, as ``--dry-run`` shows it ("" when unchanged)."""
         if not self.changed:
             return ""
         old = (self.before or "").splitlines(keepends=True)
         label = str(self.path)
-        new = self.after.splitlines(keepends=True)
+        new = self.text.splitlines(keepends=True)
         text = "".join(difflib.unified_diff(old, new, f"{label} (before)", f"{label} (after)"))
         for secret in self.hidden:
             text = text.replace(secret, "***")
@@ -330,11 +367,70 @@ def plan(
     mode: int | None = None,
     hidden: tuple[str, ...] = (),
     read: Callable[[Path], tuple[str | None, dict[str, Any]]] = read_settings,
+    root: Path | None = None,
 ) -> Change:
     """Read the JSON settings at ``path`` (with ``read``) and what ``transform`` would
-    make of them."""
+    make of them (``root``: the folder of the file's scope, see :class:`Change`)."""
+    refuse_links(path, root)
     before, settings = read(path)
-    return Change(path, before, render(transform(settings)), mode=mode, hidden=hidden)
+    after = render(transform(settings))
+    return Change(path, before, after, mode=mode, hidden=hidden, root=root)
+
+
+def refuse_links(path: Path, root: Path | None) -> None:
+    """ConfigError when ``path`` (or its backup) leads out of ``root`` through a symlink:
+    checked before the file is even read."""
+    refused = _link_out(path, root, backup=True)
+    if refused:
+        raise ConfigError(f"{refused}; nothing was written")
+
+
+def _link_out(path: Path, root: Path | None, *, backup: bool) -> str | None:
+    if root is None:
+        return None
+    inside = os.path.realpath(root)
+    for target in [path, path.with_name(path.name + BACKUP_SUFFIX)] if backup else [path]:
+        real = os.path.realpath(target)
+        if not Path(real).is_relative_to(inside):
+            return f"{target} leads out of {root} (to {real}) through a symlink"
+    return None
+
+
+def write_refusal(path: Path, root: Path | None, *, backup: bool = True) -> str | None:
+    """Why vaultmem may not write the configuration file ``path`` of the scope ``root``
+    (None: it may): the file, its backup (``backup``) or a folder on the way is a
+    symlink out of ``root``; the file is read-only (no write bit for its owner: a file
+    someone made read-only is not replaced, even by a user who could)."""
+    linked = _link_out(path, root, backup=backup)
+    if linked:
+        return linked
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    if not info.st_mode & stat.S_IWUSR:
+        return f"{path} is read-only (chmod u+w it to let vaultmem change it)"
+    return None
+
+
+def in_style_of(before: str | None, after: str, parse: Callable[[str], Any]) -> str:
+    """``after`` written as ``before`` was: CRLF line ends when every line of ``before``
+    had them, and no final line end when ``before`` had none; ``after`` itself when that
+    would change its value."""
+    if not before or not after:
+        return after
+    styled = after
+    if "\r\n" in before and before.count("\n") == before.count("\r\n"):
+        styled = re.sub(r"(?<!\r)\n", "\r\n", styled)
+    if not before.endswith("\n"):
+        styled = styled.removesuffix("\n").removesuffix("\r")
+    try:
+        same = parse(styled) == parse(after)
+    except ValueError:
+        same = False
+    return styled if same else after
 
 
 def apply(change: Change) -> Path | None:
@@ -343,15 +439,18 @@ def apply(change: Change) -> Path | None:
     is private); returns the backup's path (None when there is none)."""
     if not change.changed:
         return None
+    refused = write_refusal(change.path, change.root, backup=change.before is not None)
+    if refused:  # changed since it was planned
+        raise ConfigError(f"{refused}; nothing was written")
     backup: Path | None = None
     if change.before is not None:
         backup = change.path.with_name(change.path.name + BACKUP_SUFFIX)
-        if not backup.exists():
+        if not os.path.lexists(backup):
             bits = stat.S_IMODE(change.path.stat().st_mode)
             atomic_write(backup, change.before.encode("utf-8"), mode=bits)
     change.path.parent.mkdir(parents=True, exist_ok=True)
     mode = None if change.path.exists() else change.mode
-    atomic_write(change.path, change.after.encode("utf-8"), mode=mode)
+    atomic_write(change.path, change.text.encode("utf-8"), mode=mode)
     return backup
 
 
@@ -366,17 +465,19 @@ class McpLocation:
     path: Path
     keys: tuple[str, ...]
     shared: bool
+    root: Path | None = None  # the folder of its scope (see Change)
 
 
 def mcp_location(scope: str, *, home: Path, cwd: Path) -> McpLocation:
     """Claude Code's MCP configuration for a scope: user (``~/.claude.json``), local (that
     file, under ``projects`` for the working folder) or project (``.mcp.json``)."""
     if scope == "user":
-        return McpLocation(home / ".claude.json", ("mcpServers",), shared=False)
+        return McpLocation(home / ".claude.json", ("mcpServers",), False, home)
     if scope == "local":
-        return McpLocation(home / ".claude.json", ("projects", str(cwd), "mcpServers"), False)
+        keys = ("projects", str(cwd), "mcpServers")
+        return McpLocation(home / ".claude.json", keys, False, home)
     if scope == "project":
-        return McpLocation(cwd / ".mcp.json", ("mcpServers",), shared=True)
+        return McpLocation(cwd / ".mcp.json", ("mcpServers",), True, cwd)
     raise ConfigError(f"unknown scope {scope!r} (choose from {', '.join(SCOPES)})")
 
 

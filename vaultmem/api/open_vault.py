@@ -110,6 +110,16 @@ class OpenVault:
         legacy = _stat(os.path.join(self.config.cache_dir, LEGACY_FRAGMENTS_FILE))
         return (*self._manifest_stamp(), legacy)
 
+    def check_cache(self) -> None:
+        """Refuse, in one line, to (re)open the indexes of a cache that is no longer
+        vaultmem's own (:func:`vaultmem.cache_folder.cache_problem`): a server keeps its
+        vault open while pulls land, and the index libraries unpickle their files."""
+        from vaultmem.cache_folder import cache_problem
+
+        problem = cache_problem(self.config.cache_dir)
+        if problem:
+            raise VaultmemError(f"cannot use the cache folder {self.config.cache_dir}: {problem}")
+
     # --- the keyword index ---------------------------------------------------------------
 
     def lexical(self) -> LexicalIndex:
@@ -120,6 +130,7 @@ class OpenVault:
         stamp = self._manifest_stamp()
         if self._lexical is not None and self._lexical_at and self._lexical_at[0] == stamp:
             return self._lexical
+        self.check_cache()
         generation = mf.read_state(self.config.cache_dir).generation
         if self._lexical is not None and self._lexical_at and self._lexical_at[1] == generation:
             self._lexical.refresh()
@@ -183,10 +194,12 @@ class OpenVault:
             if self._vectors_at == (store, owners):
                 return current
             if self._vectors_at[0] == store:
+                self.check_cache()
                 current.reload()
                 self._vectors_at = (store, owners)
                 return current
         self._close_vectors()
+        self.check_cache()
         self._vectors = VectorIndex(self.config, embedder)
         # Opening the store writes to its database: stamp the database after opening, or
         # every request would see a change and reopen (the record, before: a sweep that

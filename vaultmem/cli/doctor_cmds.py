@@ -52,6 +52,7 @@ def doctor(
     from vaultmem.doctor import checks as doc
     from vaultmem.doctor import findings
     from vaultmem.servers import health
+    from vaultmem.vault_trust import trust_folder
 
     obj = ctx.find_root().obj or {}
     checked = cfg.check(
@@ -68,6 +69,7 @@ def doctor(
             cwd=Path.cwd(),
             search_path=os.environ.get("PATH", ""),
             server=health.CHECKS,
+            trust_folder=trust_folder(dict(os.environ)),
         )
         report = doc.diagnose(checked.config, around)
         if repair:

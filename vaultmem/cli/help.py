@@ -58,6 +58,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "status": "index_cmds",
         "vaults": "vaults_cmds",
         "doctor": "doctor_cmds",
+        "trust": "trust_cmds",
         "cron": "doctor_cmds",
         "git": "git_cmds",
         "keys": "keys_cmds",

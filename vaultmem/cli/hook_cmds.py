@@ -271,6 +271,13 @@ def _path(scope: str) -> Path:
     return settings_path(scope, home=Path.home(), cwd=Path.cwd())
 
 
+def _root(scope: str) -> Path:
+    """The folder the scope's files may not lead out of (the home folder, or the project)."""
+    from vaultmem.agent.claude_settings import scope_root
+
+    return scope_root(scope, home=Path.home(), cwd=Path.cwd())
+
+
 def _agents(codex: bool, gemini: bool, scope: str) -> list[str]:
     """The MCP-only agents named (--codex, --gemini); a scope one of them lacks is a
     usage error (exit 2), before anything is read or written."""
@@ -340,8 +347,10 @@ def install(
     --mcp also registers the MCP server as "vaultmem" in Claude Code's MCP config for
     the scope (user: ~/.claude.json; local: its entry for the working folder; project:
     .mcp.json, shared in git), with the same care. stdio needs no token. http points at
-    the running server's /mcp (else http://127.0.0.1:8765/mcp) with "Authorization:
-    Bearer <the vault's token>", written only into a file no other user can read;
+    the /mcp of a `vaultmem serve` started on a port of its own (`--port N`; else
+    http://127.0.0.1:8765/mcp, never the free port of a server a hook started), with
+    "Authorization: Bearer <the vault's token>", written only into a file no other user
+    can read;
     .mcp.json gets "Bearer ${VAULTMEM_SERVE_TOKEN}" instead (export it from `vaultmem
     serve token` where Claude Code starts). --dry-run shows the token as ***.
 
@@ -381,7 +390,7 @@ def install(
             return claude_settings.hook_command(start, target, event)
 
         change = claude_settings.plan(
-            _path(scope), lambda s: claude_settings.with_vaultmem(s, command)
+            _path(scope), lambda s: claude_settings.with_vaultmem(s, command), root=_root(scope)
         )
         writes.append((change, "installed vaultmem hooks in"))
         if shared and relative is None:
@@ -418,6 +427,10 @@ def install(
         typer.echo(note)
 
 
+# Where `vaultmem serve` listens unless told (its --port default).
+DEFAULT_SERVER = "http://127.0.0.1:8765"
+
+
 def _token_note(path: Path) -> str:
     from vaultmem.agent.claude_settings import TOKEN_REFERENCE
 
@@ -432,11 +445,13 @@ def _around() -> dict[str, Path]:
 
 
 def _server_url(config: Any) -> str:
-    """The running server's /mcp, else the default port's."""
+    """The /mcp of the running server when it was started on a port of its own (`serve
+    --port N`), else the default port's: never the free port a hook's server got, which
+    changes with every start."""
     from vaultmem.servers.serve import MCP_PATH, running
 
     found = running(config.cache_dir)
-    return (found.url if found else "http://127.0.0.1:8765") + MCP_PATH
+    return (found.url if found and found.stable else DEFAULT_SERVER) + MCP_PATH
 
 
 def _agent_change(
@@ -478,7 +493,7 @@ def _mcp_change(
         else:
             entry = claude_settings.stdio_server(start, config.vault)
         return claude_settings.plan(
-            where.path, lambda s: claude_settings.with_mcp(s, where.keys, entry)
+            where.path, lambda s: claude_settings.with_mcp(s, where.keys, entry), root=where.root
         )
     from vaultmem.servers.auth import TOKEN_ENV, server_auth
 
@@ -499,6 +514,7 @@ def _mcp_change(
         lambda s: claude_settings.with_mcp(s, where.keys, entry),
         mode=0o600,
         hidden=hidden,
+        root=where.root,
     )
 
 
@@ -526,13 +542,15 @@ def uninstall(
 
     agents = _agents(codex, gemini, scope)
     if claude or not agents:
-        change = claude_settings.plan(_path(scope), claude_settings.without_vaultmem)
+        change = claude_settings.plan(
+            _path(scope), claude_settings.without_vaultmem, root=_root(scope)
+        )
         _write(change, dry_run, "removed vaultmem hooks from")
         where = claude_settings.mcp_location(scope, **_around())
         _text, settings = claude_settings.read_settings(where.path)
         if claude_settings.installed_mcp(settings, where.keys) is not None:
             mcp = claude_settings.plan(
-                where.path, lambda s: claude_settings.without_mcp(s, where.keys)
+                where.path, lambda s: claude_settings.without_mcp(s, where.keys), root=where.root
             )
             _write(mcp, dry_run, "removed vaultmem's MCP server from")
     for agent in agents:

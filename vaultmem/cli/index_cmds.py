@@ -13,6 +13,7 @@ from vaultmem.cli import ProgressBar, app, load_config, open_vault
 
 if TYPE_CHECKING:
     from vaultmem.config import Config
+    from vaultmem.config_trust import TrustReport
     from vaultmem.embedding import EmbedReport
 
 
@@ -198,10 +199,12 @@ def status(
     vault = open_vault(ctx)
     config = vault.config
     info = api.status(vault)
+    trusted = _trust_report(config.vault)
     if json_out:
-        typer.echo(json.dumps(info.as_json()))
+        typer.echo(json.dumps({**info.as_json(), "trust": trusted.as_json()}))
         return
     typer.echo(f"vault:        {config.vault}")
+    typer.echo(f"trust:        {trusted.summary()}")
     typer.echo(f"notes:        {info.notes}")
     typer.echo(f"indexed:      {info.indexed}")
     typer.echo(
@@ -225,6 +228,17 @@ def status(
         if cov["unsplit_notes"]:
             line += f", {cov['unsplit_notes']} notes not yet embedded"
         typer.echo(line)
+
+
+def _trust_report(vault: Path) -> TrustReport:
+    """Whether the user trusts ``vault``'s own files, and what that applies."""
+    from vaultmem import config as cfg
+    from vaultmem.config_trust import trust_report
+    from vaultmem.config_values import read_toml
+    from vaultmem.vault_trust import trust_folder
+
+    data = read_toml(vault / cfg.VAULT_CONFIG_NAME)
+    return trust_report(vault, data, trust_folder(dict(os.environ)))
 
 
 def _size(n: int) -> str:

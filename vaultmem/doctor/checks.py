@@ -43,6 +43,7 @@ def diagnose(config: Config, around: Surroundings) -> DoctorReport:
     git = _Git(config, around.search_path)
     checks: list[tuple[str, Callable[[], list[Finding]]]] = [
         ("configuration", lambda: _configuration(config)),
+        ("trust", lambda: _trust(config, around)),
         ("templates", lambda: template_findings(config)),
         ("keys", lambda: key_findings(config)),
         ("lock", lambda: _locks(config.cache_dir)),
@@ -62,6 +63,12 @@ def diagnose(config: Config, around: Surroundings) -> DoctorReport:
         except (VaultmemError, OSError, sqlite3.Error) as exc:
             found.append(Finding(name, "problem", f"check failed: {exc}"))
     return DoctorReport(tuple(found))
+
+
+def _trust(config: Config, around: Surroundings) -> list[Finding]:
+    from vaultmem.doctor.trust import trust_findings
+
+    return [] if around.trust_folder is None else trust_findings(config, around.trust_folder)
 
 
 def repair(config: Config, report: DoctorReport, around: Surroundings) -> DoctorReport:
@@ -103,8 +110,13 @@ def _run_repair(
 
 
 def _configuration(config: Config) -> list[Finding]:
+    from vaultmem.config_trust import TRUST_HINT
+
+    # What an untrusted vault may not set is the trust check's to say.
     found = [
-        Finding("configuration", "warn", w, fix="fix or remove the key") for w in config.warnings
+        Finding("configuration", "warn", w, fix="fix or remove the key")
+        for w in config.warnings
+        if not w.endswith(TRUST_HINT)
     ]
     return found or [Finding("configuration", "ok", f"configuration of {config.vault} is valid")]
 

@@ -75,6 +75,7 @@ class Surroundings:
     timeout: float = PROBE_TIMEOUT_S  # per endpoint probe
     search_path: str = ""  # PATH, where git looks for the merge driver's program
     server: ServerChecks | None = None  # a running `serve`'s files, judged by its owner
+    trust_folder: Path | None = None  # where the user's trust records live (None: no check)
 
 
 @dataclass(frozen=True)

@@ -52,5 +52,7 @@ def template_findings(config: Config) -> list[Finding]:
     where = override_dir(config)
     count = sum(1 for p in where.rglob("*") if p.is_file()) if where.is_dir() else 0
     if count:
-        return [Finding("templates", "ok", f"{count} template override(s) in {OVERRIDE_DIR}/")]
+        used = "" if config.trusted else " (not used until you trust the vault)"
+        message = f"{count} template override(s) in {OVERRIDE_DIR}/{used}"
+        return [Finding("templates", "ok", message)]
     return [Finding("templates", "ok", "no template overrides: the packaged templates are used")]

@@ -26,7 +26,6 @@ written twice), is merged as git merges text, whole, and the result says why.
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from vaultmem.frontmatter.edit import apply
 from vaultmem.frontmatter.owned import users_value
 from vaultmem.frontmatter.render import same_value
 from vaultmem.frontmatter.scan import Parts, frontmatter_size, split
+from vaultmem.git_runner import git
 from vaultmem.gitmerge.rules import MISSING, KeyConflict, OwnedMerge, merge_owned
 from vaultmem.gitmerge.userpart import (
     Block,
@@ -173,14 +173,14 @@ def text_merge(
             file = Path(tmp, name)
             file.write_bytes(data)
             files.append(str(file))
-        command = ["git", "merge-file", "-p", "-L", labels.ours, "-L", labels.base]
+        command = ["merge-file", "-p", "-L", labels.ours, "-L", labels.base]
         command += ["-L", labels.theirs]
         if style in ("diff3", "zdiff3"):
             command.append(f"--{style}")
-        try:
-            done = subprocess.run([*command, *files], capture_output=True, check=False)
-        except OSError as exc:
-            raise TextMergeError(f"cannot run git merge-file: {exc.strerror}") from None
+        # Through the one git runner: no program the repository's config names runs.
+        done = git(Path(tmp), *command, *files)
+        if done is None:
+            raise TextMergeError("cannot run git merge-file (is git installed?)")
     if not 0 <= done.returncode <= 127:
         why = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
         raise TextMergeError(f"git merge-file failed: {why}")

@@ -8,8 +8,9 @@ Two things make git run `vaultmem merge-driver` for a note, and they travel diff
   never shares config, so each clone needs `vaultmem git setup` once (`doctor` says when
   one lacks it). Without it git falls back to its text merge for those notes.
 
-The command is ``vaultmem merge-driver %O %A %B %P``: `vaultmem` from the PATH git runs
-with, so the line is the same on every machine. It names no vault: the driver finds the
+The command is ``vaultmem merge-driver -- %O %A %B %P``: `vaultmem` from the PATH git
+runs with, so the line is the same on every machine; ``--`` so that a note named
+``-h.md`` is a path, never an option. It names no vault: the driver finds the
 vault holding the note (:func:`note_keys`) for its key names.
 """
 
@@ -25,6 +26,7 @@ from typing import Literal
 
 from vaultmem.config import Config
 from vaultmem.errors import ConfigError
+from vaultmem.git_runner import git
 from vaultmem.properties import BARE, KeyScheme
 from vaultmem.vault import expand_braces
 
@@ -45,7 +47,7 @@ __all__ = [
 
 DRIVER = "vaultmem"
 ATTRIBUTE = f"merge={DRIVER}"
-DRIVER_COMMAND = f"{DRIVER} merge-driver %O %A %B %P"
+DRIVER_COMMAND = f"{DRIVER} merge-driver -- %O %A %B %P"
 DRIVER_NAME = "vaultmem: its frontmatter keys merged by meaning, the rest as text"
 _HEADER = "# vaultmem: notes merge with `vaultmem merge-driver` (`vaultmem git setup` adds these)"
 ATTRIBUTES_FILE = ".gitattributes"
@@ -66,16 +68,12 @@ class GitSetup:
 def _git(
     folder: Path, *args: str, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run git in ``folder`` (paths taken literally); ConfigError when git is missing."""
-    try:
-        return subprocess.run(
-            ["git", "--literal-pathspecs", "-C", str(folder), *args],
-            input=stdin,
-            capture_output=True,
-            check=False,
-        )
-    except OSError as exc:
-        raise ConfigError(f"cannot run git: {exc.strerror}") from None
+    """Run git in ``folder`` (:func:`vaultmem.git_runner.git`: paths taken literally, no
+    program the repository names); ConfigError when git cannot run."""
+    done = git(folder, *args, stdin=stdin)
+    if done is None:
+        raise ConfigError("cannot run git (is it installed?)")
+    return done
 
 
 def work_tree(folder: Path) -> Path | None:
@@ -236,6 +234,12 @@ class MergeWiring:
             message = (
                 "this clone has no merge driver for notes (merge.vaultmem.driver is set per "
                 "clone, in .git/config): git merges them as text and vaultmem's keys conflict"
+            )
+            found.append(("warn", message, setup))
+        elif "--" not in self.driver.split():
+            message = (
+                f"this clone's merge driver ({self.driver}) has no `--`: a note named like an "
+                "option (-h.md) is taken for one"
             )
             found.append(("warn", message, setup))
         elif not self.runnable:

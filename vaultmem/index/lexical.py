@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.cache_folder import remove_tree
 from vaultmem.errors import IndexStateError, VaultmemError
 from vaultmem.index import manifest as mf
 from vaultmem.index.analysis import ENGLISH_STOP_WORDS, WORD_RE, query_terms, stemmed
@@ -165,7 +165,7 @@ def remove_generations(cache_dir: Path, keep: str) -> None:
             and item.is_dir(follow_symlinks=False)
         ]
     for path in stale:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(cache_dir, path)
 
 
 def damaged(directory: Path, exc: BaseException, hint: str = "") -> IndexStateError:
@@ -218,8 +218,8 @@ class LexicalIndex:
     @classmethod
     def create(cls, directory: Path) -> LexicalIndex:
         """A new, empty index in ``directory`` (whatever was there is deleted)."""
-        shutil.rmtree(directory, ignore_errors=True)
         make_cache(directory.parent)
+        remove_tree(directory.parent, directory)
         directory.mkdir(exist_ok=True)
         return cls(windex.create_in(str(directory), build_schema()), directory)
 

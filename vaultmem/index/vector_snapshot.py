@@ -352,13 +352,12 @@ def writing(cache_dir: Path, collection: str) -> Iterator[None]:
 
 def discard(cache_dir: Path) -> None:
     """Delete every snapshot and generation of ``cache_dir`` (its store is being deleted)."""
-    import shutil
+
+    from vaultmem.cache_folder import remove_tree
 
     folder = _folder(cache_dir)
-    if folder.is_symlink() or folder.is_file():
-        folder.unlink(missing_ok=True)
-    else:
-        shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists() or folder.is_symlink():
+        remove_tree(cache_dir, folder)
 
 
 # -- files -------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from vaultmem.cache_folder import remove_tree
 from vaultmem.config import ChromaConfig
 from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
 from vaultmem.index import vector_snapshot
@@ -504,8 +505,6 @@ def discard_embedded(cache_dir: Path) -> None:
     chromadb keeps one system per path for the life of the process, and one that failed
     to open stays broken: a store re-created at the same path must not reuse it.
     """
-    import shutil
-
     from chromadb.api.shared_system_client import SharedSystemClient
 
     path = str((Path(cache_dir) / "chroma").resolve())
@@ -513,7 +512,7 @@ def discard_embedded(cache_dir: Path) -> None:
     with suppress(AttributeError):
         SharedSystemClient._identifier_to_refcount.pop(path, None)
     vector_snapshot.discard(Path(cache_dir))
-    shutil.rmtree(path, ignore_errors=True)
+    remove_tree(Path(cache_dir), Path(path))
 
 
 def _close_client(client: ClientAPI) -> None:

@@ -18,7 +18,6 @@ and ``promoted`` notes; `promote` takes inbox notes whose status is ``active``.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +29,7 @@ from vaultmem.errors import NoteError, VaultmemError
 from vaultmem.frontmatter.edit import ReplacedLines
 from vaultmem.frontmatter.files import WriteResult, update_note
 from vaultmem.frontmatter.owned import owned_problem
+from vaultmem.git_runner import git
 from vaultmem.index import manifest as mf
 from vaultmem.indexer import index_vault, refresh_paths
 from vaultmem.memory.writeback import locked
@@ -301,23 +301,11 @@ def gc_candidates_from(
     return out
 
 
-def _git(vault: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    """Run git in the vault (paths taken literally, never as patterns); None without git."""
-    try:
-        return subprocess.run(
-            ["git", "--literal-pathspecs", "-C", str(vault), *args],
-            capture_output=True,
-            check=False,
-        )
-    except OSError:
-        return None
-
-
 def _git_paths(vault: Path, args: Sequence[str], paths: Sequence[str]) -> set[str]:
     """The NUL-separated paths a git listing prints for ``paths`` (empty on failure)."""
     found: set[str] = set()
     for i in range(0, len(paths), _GIT_CHUNK):
-        done = _git(vault, *args, "--", *paths[i : i + _GIT_CHUNK])
+        done = git(vault, *args, "--", *paths[i : i + _GIT_CHUNK])
         if done is not None and done.returncode == 0:
             found.update(
                 p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p
@@ -329,14 +317,18 @@ def deletion_blockers(vault: Path, paths: Sequence[str]) -> dict[str, str]:
     """Why each of ``paths`` may not be deleted (absent from the result: it may be).
 
     A note may be deleted only when git can give it back: the vault is (inside) a git
-    work tree, the file is in ``HEAD``, and ``git diff HEAD`` shows no change to it
-    (neither staged nor unstaged). Paths are vault-relative; git runs in the vault.
+    work tree, the file is in ``HEAD``, and it holds no change git has not committed,
+    staged or not. Paths are vault-relative; git runs in the vault, as plumbing only: a
+    porcelain ``git diff`` (and ``diff-index`` against the work tree) re-reads changed
+    files through the clean filters the repository's config names, so the file on disk
+    is compared with the index here, byte for byte (:func:`_unstaged`).
     """
-    probe = _git(vault, "rev-parse", "--is-inside-work-tree")
+    probe = git(vault, "rev-parse", "--is-inside-work-tree")
     if probe is None or probe.returncode != 0 or probe.stdout.strip() != b"true":
         return {p: "the vault is not a git repository" for p in paths}
     committed = _git_paths(vault, ["ls-tree", "-r", "-z", "--name-only", "HEAD"], paths)
-    changed = _git_paths(vault, ["diff", "--name-only", "--relative", "-z", "HEAD"], paths)
+    staged = _git_paths(vault, ["diff-index", "--cached", "--name-only", "-z", "HEAD"], paths)
+    changed = staged | _unstaged(vault, paths)
     blockers = {}
     for path in paths:
         if path not in committed:
@@ -344,6 +336,34 @@ def deletion_blockers(vault: Path, paths: Sequence[str]) -> dict[str, str]:
         elif path in changed:
             blockers[path] = "has changes not committed to git"
     return blockers
+
+
+def _unstaged(vault: Path, paths: Sequence[str]) -> set[str]:
+    """The ``paths`` whose bytes on disk are not the blob the index holds for them (a
+    filtered repository's notes count as changed: kept, never deleted by mistake)."""
+    import hashlib
+
+    form = git(vault, "rev-parse", "--show-object-format")
+    algorithm = "sha256" if form is not None and form.stdout.strip() == b"sha256" else "sha1"
+    changed = set()
+    for i in range(0, len(paths), _GIT_CHUNK):
+        done = git(vault, "ls-files", "-s", "-z", "--", *paths[i : i + _GIT_CHUNK])
+        if done is None or done.returncode != 0:
+            return set(paths)
+        for entry in done.stdout.split(b"\0"):
+            head, tab, name = entry.partition(b"\t")
+            if not tab:
+                continue
+            path = name.decode("utf-8", "surrogateescape")
+            try:
+                data = (vault / path).read_bytes()
+            except OSError:
+                changed.add(path)
+                continue
+            blob = hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
+            if blob.encode() != head.split()[1]:
+                changed.add(path)
+    return changed
 
 
 def _plan_gc(

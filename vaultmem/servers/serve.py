@@ -108,6 +108,9 @@ class Running:
     started: str
     auth: str = "vault"
     lock_fd: int | None = None  # the descriptor holding server.lock (clients check it)
+    # Whether the port was asked for (`--port N`): the URL then outlives this server. A
+    # server on any free port (the one a hook starts) gets another port each time.
+    stable: bool = False
 
     def as_json(self) -> dict[str, object]:
         """The advertisement's fields."""
@@ -147,6 +150,7 @@ def advertised(cache_dir: Path) -> tuple[Running | None, str]:
             started=str(data.get("started") or ""),
             auth=str(data.get("auth") or "vault"),
             lock_fd=data.get("lock_fd"),
+            stable=bool(data.get("stable")),
         )
     except Untrusted as exc:
         return None, str(exc)
@@ -386,6 +390,7 @@ def serve(
             started=datetime.now(UTC).isoformat(timespec="seconds"),
             auth=options.auth,
             lock_fd=lock[2],
+            stable=options.port != 0,
         )
         _advertise(cache_dir, found)
         stack.callback(_withdraw, cache_dir)
