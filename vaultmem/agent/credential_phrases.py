@@ -1,4 +1,4 @@
-"""Credentials named in words, in any of the languages of ``credential_words.toml``.
+"""Credentials named in words, in any of the languages of ``credential_words.json``.
 
 Two rules over the same table of credential words (password, passphrase, PIN, secret,
 token, API key, and the words for key, auth, bearer…), each giving spans of a text to
@@ -22,11 +22,12 @@ redact:
 
 from __future__ import annotations
 
+import json
 import re
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from vaultmem.agent.secret_shapes import generated, looks_random, public_before, public_value
 
@@ -78,7 +79,7 @@ _SPACE = re.compile(r"[ \t\u00a0\u202f]*")
 
 @dataclass(frozen=True, eq=False)
 class Language:
-    """One language of ``credential_words.toml`` (see the file's header)."""
+    """One language of ``credential_words.json`` (see the file's header)."""
 
     code: str
     words: Mapping[str, tuple[str, ...]]
@@ -103,10 +104,10 @@ class _Lexicon:
     languages: tuple[Language, ...]
     # A word as matched (lower case, one space) → (kind, language, written in capitals).
     entries: Mapping[str, tuple[tuple[str, Language, bool], ...]]
-    spaced: re.Pattern[str]  # words standing alone
-    attached: re.Pattern[str]  # words of languages that attach particles (non-ASCII)
-    compound: re.Pattern[str]  # words ending a compound (Datenbankpasswort)
-    compound_words: tuple[str, ...]
+    spaced: re.Pattern[str]  # ASCII words standing alone (the other words: apart)
+    spaced_words: frozenset[str]  # words standing alone that are not ASCII
+    attached_words: frozenset[str]  # of languages that attach particles (non-ASCII)
+    compound_words: tuple[str, ...]  # that may end a compound (Datenbankpasswort)
     links: tuple[str, ...]
     heads: frozenset[str]
     prose: frozenset[str]
@@ -125,20 +126,21 @@ class _Hit:
 
 @lru_cache(maxsize=1)
 def languages() -> tuple[Language, ...]:
-    """The languages of the package's ``data/credential_words.toml``."""
+    """The languages of the package's ``data/credential_words.json``."""
     return _lexicon().languages
 
 
 def _words(value: object) -> tuple[str, ...]:
-    return tuple(value.split()) if isinstance(value, str) else tuple(value or ())  # type: ignore[arg-type]
+    """The words of a list of lines of words (``"function"``, ``"common"``)."""
+    lines = [value] if isinstance(value, str) else list(value or ())  # type: ignore[call-overload]
+    return tuple(" ".join(lines).split())
 
 
 @lru_cache(maxsize=1)
 def _lexicon() -> _Lexicon:
-    from importlib.resources import files
-
-    raw = files("vaultmem").joinpath("data", "credential_words.toml").read_text("utf-8")
-    table = tomllib.loads(raw)
+    raw = (Path(__file__).resolve().parent.parent / "data" / "credential_words.json").read_text()
+    table = json.loads(raw)
+    table.pop("_about")
     shared = table.pop("any")
     langs = tuple(
         Language(
@@ -177,13 +179,52 @@ def _lexicon() -> _Lexicon:
     return _Lexicon(
         languages=langs,
         entries={k: tuple(v) for k, v in entries.items()},
-        spaced=re.compile(r"(?i)(?<!\w)" + _trie(spaced) + r"(?!\w)"),
-        attached=re.compile(r"(?i)" + _trie(attached)),
-        compound=re.compile(r"(?i)(?<=[^\W\d_])" + _trie(compound) + r"(?!\w)"),
+        spaced=re.compile(r"(?i)(?<!\w)" + _trie({w for w in spaced if w.isascii()}) + r"(?!\w)"),
+        spaced_words=frozenset(w for w in spaced if not w.isascii()),
+        attached_words=frozenset(attached),
         compound_words=tuple(sorted(compound)),
         links=tuple(sorted(set(shared["links"]), key=len, reverse=True)),
         heads=frozenset(w.lower() for w in shared["heads"]),
         prose=prose,
+    )
+
+
+@lru_cache(maxsize=1)
+def _attached() -> re.Pattern[str]:
+    """The words of languages that attach particles: compiled on the first text that is
+    not ASCII (most are ASCII, and a regex of every word costs milliseconds to compile)."""
+    return re.compile(r"(?i)" + _trie(set(_lexicon().attached_words)))
+
+
+@lru_cache(maxsize=1)
+def _spaced_other() -> re.Pattern[str]:
+    """The words standing alone that are not ASCII (contraseña, пароль, कुंजी): compiled
+    on the first text that is not ASCII."""
+    return re.compile(r"(?i)(?<!\w)" + _trie(set(_lexicon().spaced_words)) + r"(?!\w)")
+
+
+@lru_cache(maxsize=1)
+def _compound() -> re.Pattern[str]:
+    """Credential words ending a compound (Datenbankpasswort): compiled on first need."""
+    return re.compile(r"(?i)(?<=[^\W\d_])" + _trie(set(_lexicon().compound_words)) + r"(?!\w)")
+
+
+@lru_cache(maxsize=256)
+def _links_of(langs: tuple[Language, ...]) -> tuple[str, ...]:
+    """The links of ``langs`` and the shared ones, lower case, longest first."""
+    links = {*_lexicon().links, *(w for lang in langs for w in lang.links)}
+    return tuple(sorted((w.lower() for w in links), key=len, reverse=True))
+
+
+@lru_cache(maxsize=256)
+def _reverse_of(langs: tuple[Language, ...]) -> re.Pattern[str] | None:
+    """ "<value> is my password", "use <value> as the password" in ``langs``."""
+    links = "|".join(re.escape(w) for lang in langs for w in lang.reverse)
+    if not links:
+        return None
+    return re.compile(
+        r"(?:^|[ \t])(?P<v>[^\s\"'`]{2,200})[ \t]+(?i:" + links + r")[ \t]+"
+        r"(?P<w>(?:\S+[ \t]+){0,2})\Z"
     )
 
 
@@ -222,10 +263,11 @@ def _hits(text: str) -> Iterator[_Hit]:
     lex = _lexicon()
     found = [(m, "spaced") for m in lex.spaced.finditer(text)]
     if not text.isascii():
-        found += [(m, "attached") for m in lex.attached.finditer(text)]
+        found += [(m, "spaced") for m in _spaced_other().finditer(text)]
+        found += [(m, "attached") for m in _attached().finditer(text)]
     low = text.lower()
     if any(w in low for w in lex.compound_words):
-        found += [(m, "compound") for m in lex.compound.finditer(text)]
+        found += [(m, "compound") for m in _compound().finditer(text)]
     for m, how in found:
         word = _norm(m.group())
         kinds = tuple(
@@ -309,14 +351,11 @@ def _value_before(text: str, hit: _Hit, kinds: list[str]) -> Span | None:
     after = text[hit.end : hit.end + 40].split()
     if after and after[0].lower().strip(_TRAILING) in _lexicon().heads:
         return None  # "bcrypt is the password hash"
-    links = "|".join(re.escape(w) for lang in langs for w in lang.reverse)
-    if not links:
+    reverse = _reverse_of(langs)
+    if reverse is None:
         return None
     line = text.rfind("\n", 0, hit.start) + 1
-    m = re.compile(
-        r"(?:^|[ \t])(?P<v>[^\s\"'`]{2,200})[ \t]+(?i:" + links + r")[ \t]+"
-        r"(?P<w>(?:\S+[ \t]+){0,2})\Z"
-    ).search(text, max(line, hit.start - 260), hit.start)
+    m = reverse.search(text, max(line, hit.start - 260), hit.start)
     if m is None or _INDEFINITE & set(m.group("w").lower().split()):
         return None  # "password123 is a terrible password": an example, not the password
     value = m.group("v").rstrip(_TRAILING)
@@ -380,10 +419,9 @@ def _link(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int | N
     pos = _SPACE.match(text, at).end()  # type: ignore[union-attr]
     if text[pos : pos + 1] == ",":
         pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
-    links = [*_lexicon().links, *(w for lang in langs for w in lang.links)]
     low = text[pos : pos + 24].lower()
-    for link in sorted(links, key=len, reverse=True):
-        if not low.startswith(link.lower()) or pos + len(link) > stop:
+    for link in _links_of(langs):
+        if not low.startswith(link) or pos + len(link) > stop:
             continue
         end = pos + len(link)
         after = text[end : end + 1]

@@ -12,12 +12,12 @@ state, the logs) sees raw text.
 Every match becomes ``[REDACTED]``. The rules:
 
 - **shapes** (:mod:`vaultmem.agent.secret_shapes`): detect-secrets' regex plugins, the
-  token families of ``data/token_families.toml`` (gitleaks' documented prefixes and
+  token families of ``data/token_families.json`` (gitleaks' documented prefixes and
   vendors' formats), bare AWS secret keys, and a generated string that is a whole tool
   argument;
 - **phrases in many languages** (:mod:`vaultmem.agent.credential_phrases`): "the
   password is X", "das Passwort lautet X", "密码是X" over the table of
-  ``data/credential_words.toml``, and the entropy guard: a high-entropy string next to
+  ``data/credential_words.json``, and the entropy guard: a high-entropy string next to
   a credential word in any of its languages;
 - **context rules** here: private key blocks (PEM, OpenSSH, PGP, PuTTY) whole; the
   password of a URL (``scheme://user:pass@host``, one holding ``/``, ``@`` or ``:``
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cache
 
 from vaultmem.agent.credential_phrases import (
     guard_spans,
@@ -172,9 +173,7 @@ _COMMAND_FLAG_TABLE = (
     ("smbclient rpcclient smbmap smbget", r"-U[ \t]*['\"]?[^\s%'\"]*%"),
 )
 _COMMAND_FLAGS = {
-    cmd.replace("+", " "): re.compile(r"[ \t]" + flag + _CLI_VALUE)
-    for cmds, flag in _COMMAND_FLAG_TABLE
-    for cmd in cmds.split()
+    cmd.replace("+", " "): flag for cmds, flag in _COMMAND_FLAG_TABLE for cmd in cmds.split()
 }
 _COMMAND = re.compile(
     r"(?<![\w.-])(?P<cmd>"
@@ -443,7 +442,7 @@ def _flag_values(text: str) -> Iterator[Span]:
         if _is_secret(text, span, quoted, prose=False):
             yield span
     for command in _COMMAND.finditer(text):
-        flag = _COMMAND_FLAGS[" ".join(command.group("cmd").split())]
+        flag = _command_flag(" ".join(command.group("cmd").split()))
         end = _COMMAND_SEGMENT.match(text, command.end()).end()  # type: ignore[union-attr]
         for m in flag.finditer(text, command.end(), min(end, command.end() + 400)):
             span, _ = _value(m)
@@ -455,6 +454,12 @@ def _flag_values(text: str) -> Iterator[Span]:
             span, _ = _value(m)
             if not placeholder(text[span[0] : span[1]]):
                 yield span
+
+
+@cache
+def _command_flag(command: str) -> re.Pattern[str]:
+    """The password flag of ``command`` and its value, compiled when first met."""
+    return re.compile(r"[ \t]" + _COMMAND_FLAGS[command] + _CLI_VALUE)
 
 
 def _authorization(text: str) -> Iterator[Span]:

@@ -6,7 +6,7 @@ Three sources, each a list of spans of ``text`` to redact (:func:`token_spans`):
   Stripe, npm, PyPI, SendGrid, Twilio, JWT, Discord, Telegram, Mailchimp, Square, IBM,
   Cloudant, Artifactory, basic auth…), each match carried to the end of its token;
   detect-secrets runs offline: only its regexes are used, never its verification;
-- the token families of ``vaultmem/data/token_families.toml``: a literal prefix and a
+- the token families of ``vaultmem/data/token_families.json``: a literal prefix and a
   generated-looking body (Docker ``dckr_pat_``, Sentry ``sntrys_``, New Relic ``NRAK-``,
   Vault ``hvs.`` and legacy ``s.``, 1Password ``ops_``…), widened from gitleaks' rules
   and vendors' documentation; data, one test per family;
@@ -22,12 +22,13 @@ detect-secrets' high-entropy plugins, plus a check that it is not words run toge
 
 from __future__ import annotations
 
+import json
 import math
 import re
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 __all__ = [
     "Family",
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 Span = tuple[int, int]
+_DATA = Path(__file__).resolve().parent.parent / "data"
+_SNAPSHOT = "detect_secrets_plugins.json"
 
 # detect-secrets plugins left out: public IP addresses are not secrets (and fill logs).
 _SKIPPED_PLUGINS = frozenset({"IPPublicDetector"})
@@ -73,7 +76,7 @@ _PUBLIC_START = re.compile(r"(?i)" + _PUBLIC)
 
 @dataclass(frozen=True)
 class Family:
-    """One token family of ``token_families.toml`` (see the file's header)."""
+    """One token family of ``token_families.json`` (see the file's header)."""
 
     name: str
     prefix: str = ""
@@ -98,26 +101,50 @@ class Family:
 
 @lru_cache(maxsize=1)
 def families() -> tuple[Family, ...]:
-    """The token families, from the package's ``data/token_families.toml``."""
-    from importlib.resources import files
-
-    raw = files("vaultmem").joinpath("data", "token_families.toml").read_text("utf-8")
-    return tuple(Family(name=name, **spec) for name, spec in tomllib.loads(raw).items())
+    """The token families, from the package's ``data/token_families.json``."""
+    table = json.loads((_DATA / "token_families.json").read_text("utf-8"))["families"]
+    return tuple(Family(name=name, **spec) for name, spec in table.items())
 
 
 @lru_cache(maxsize=1)
-def _index() -> tuple[dict[str, list[tuple[Family, re.Pattern[str]]]], tuple[Family, ...]]:
-    """Prefix families by the first two characters of their prefix; the families with a
-    lead or a pattern (looked for apart)."""
-    by_start: dict[str, list[tuple[Family, re.Pattern[str]]]] = {}
+def _index() -> tuple[dict[str, list[tuple[Family, frozenset[str]]]], tuple[Family, ...]]:
+    """Prefix families by the first two characters of their prefix, each with the set of
+    its body's characters; the families with a lead or a pattern (looked for apart)."""
+    by_start: dict[str, list[tuple[Family, frozenset[str]]]] = {}
     others = []
     for family in families():
         if family.lead or family.pattern:
             others.append(family)
         else:
-            compiled = re.compile(family.regex())
-            by_start.setdefault(family.prefix[:2], []).append((family, compiled))
+            allowed = frozenset(_expand(family.chars))
+            by_start.setdefault(family.prefix[:2], []).append((family, allowed))
     return by_start, tuple(others)
+
+
+def _expand(chars: str) -> str:
+    """The characters of a regex class body such as ``A-Za-z0-9_-``."""
+    out, i = [], 0
+    while i < len(chars):
+        if i + 2 < len(chars) and chars[i + 1] == "-":
+            out += [chr(c) for c in range(ord(chars[i]), ord(chars[i + 2]) + 1)]
+            i += 3
+        else:
+            out.append(chars[i])
+            i += 1
+    return "".join(out)
+
+
+def _family_token(text: str, at: int, end: int, family: Family, allowed: frozenset[str]) -> int:
+    """The end of a token of ``family`` at ``at`` (-1 for none): its prefix, then at least
+    ``min`` (at most ``max``, and no more of them after) characters of its body."""
+    if not text.startswith(family.prefix, at):
+        return -1
+    body = stop = at + len(family.prefix)
+    while stop < end and text[stop] in allowed:
+        stop += 1
+    size = stop - body
+    too_long = family.max is not None and size > family.max
+    return -1 if size < family.min or too_long else stop
 
 
 @lru_cache(maxsize=1)
@@ -130,17 +157,53 @@ def _other_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 @lru_cache(maxsize=1)
 def _detectors() -> tuple[re.Pattern[str], ...]:
-    """The regexes of detect-secrets' regex plugins, loaded on first use (about 0.1 s,
-    most of it `requests`, which only its verification needs: never called here)."""
+    """The regexes of detect-secrets' regex plugins: from the snapshot of them in
+    ``data/detect_secrets_plugins.json`` while the installed detect-secrets is the version
+    it was taken from (importing detect-secrets costs a tenth of a second, most of it
+    `requests`, which only its verification needs), else from detect-secrets itself."""
+    snapshot = json.loads((_DATA / _SNAPSHOT).read_text("utf-8"))
+    if _installed_is(snapshot["version"]):
+        return tuple(re.compile(pattern, flags) for _, pattern, flags in snapshot["patterns"])
+    return tuple(re.compile(pattern, flags) for _, pattern, flags in detector_patterns())
+
+
+def _installed_is(version: str) -> bool:
+    """Whether the detect-secrets installed is ``version`` (judged by its dist-info
+    folder, without importing it)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("detect_secrets")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    return any((Path(f).parent / f"detect_secrets-{version}.dist-info").is_dir() for f in folders)
+
+
+def detector_patterns() -> list[tuple[str, str, int]]:
+    """(plugin, pattern, flags) of every regex of detect-secrets' regex plugins, from the
+    detect-secrets installed (offline: its verification is never called)."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.plugins.base import RegexBasedDetector
 
-    found: list[re.Pattern[str]] = []
+    found: list[tuple[str, str, int]] = []
     plugins: list[type] = list(get_mapping_from_secret_type_to_class().values())
-    for plugin in plugins:
+    for plugin in sorted(plugins, key=lambda p: p.__name__):
         if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in _SKIPPED_PLUGINS:
-            found.extend(p for p in plugin().denylist if isinstance(p, re.Pattern))
-    return tuple(found)
+            denylist = plugin().denylist
+            found += [
+                (plugin.__name__, p.pattern, p.flags) for p in denylist if isinstance(p, re.Pattern)
+            ]
+    return found
+
+
+def write_detector_snapshot() -> Path:
+    """Write ``data/detect_secrets_plugins.json`` from the detect-secrets installed
+    (``python -m vaultmem.agent.secret_shapes`` after upgrading it)."""
+    from importlib.metadata import version
+
+    path = _DATA / _SNAPSHOT
+    rows = ",\n".join(f"  {json.dumps(row, ensure_ascii=False)}" for row in detector_patterns())
+    head = json.dumps(version("detect-secrets"))
+    path.write_text(f'{{\n "version": {head},\n "patterns": [\n{rows}\n ]\n}}\n', "utf-8")
+    return path
 
 
 # --------------------------------------------------------------------------- measures
@@ -225,10 +288,10 @@ def _family_spans(text: str) -> Iterator[Span]:
         at = start
         while at < end:
             glued = at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")
-            for family, pattern in () if glued else by_start.get(text[at : at + 2], ()):
-                m = pattern.match(text, at, end)
-                if m and looks_random(m.group()[len(family.prefix) :]):
-                    yield widen(text, m.span())
+            for family, allowed in () if glued else by_start.get(text[at : at + 2], ()):
+                stop = _family_token(text, at, end, family, allowed)
+                if stop > 0 and looks_random(text[at + len(family.prefix) : stop]):
+                    yield widen(text, (at, stop))
             at = _next_start(text, at, end)
     for pattern, literal in _other_patterns():
         if literal in text:
@@ -313,3 +376,7 @@ def widen(text: str, span: Span) -> Span:
         if tail:
             end = tail.end()
     return start, end
+
+
+if __name__ == "__main__":
+    print(write_detector_snapshot())
