@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vaultmem.agent.credential_phrases import KINDS, Language, languages
+from vaultmem.agent.credential_words import KINDS, Language, languages
 from vaultmem.agent.redact import REDACTED, redact
 
 LANGS = {lang.code: lang for lang in languages()}

@@ -1,8 +1,8 @@
 """Credentials named in words, in any of the languages of ``credential_words.json``.
 
-Two rules over the same table of credential words (password, passphrase, PIN, secret,
-token, API key, and the words for key, auth, bearer…), each giving spans of a text to
-redact:
+Two rules over the table of credential words (password, passphrase, PIN, secret, token,
+API key, and the words for key, auth, bearer…: :mod:`vaultmem.agent.credential_words`),
+each giving spans of a text to redact:
 
 - :func:`phrase_spans`: a credential word, an optional filler ("for the wifi", "für den
   Server", "от базы", "的"), a link ("is", "ist", "est", "是", "は", ":", "—") and a value:
@@ -22,30 +22,25 @@ redact:
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
+from collections.abc import Iterator
 
+from vaultmem.agent.credential_words import (
+    Hit,
+    Language,
+    heads,
+    hits,
+    is_function_word,
+    is_prose_word,
+    links_of,
+    reverse_of,
+    signs,
+)
 from vaultmem.agent.secret_shapes import generated, looks_random, public_before, public_value
 
-__all__ = [
-    "KINDS",
-    "Language",
-    "guard_spans",
-    "is_function_word",
-    "is_prose_word",
-    "is_secret_value",
-    "languages",
-    "owned",
-    "phrase_spans",
-    "placeholder",
-]
+__all__ = ["guard_spans", "is_secret_value", "phrase_spans", "placeholder"]
 
 Span = tuple[int, int]
-KINDS = ("password", "pin", "secret", "token", "api_key")
 _QUOTES = {
     '"': '"', "'": "'", "`": "`", "«": "»", "»": "«", "„": "“", "“": "”", "‚": "‘",
     "「": "」", "『": "』", "‘": "’",
@@ -77,228 +72,13 @@ _URL = re.compile(r"https?://[^\s:@]+$")
 _SPACE = re.compile(r"[ \t\u00a0\u202f]*")
 
 
-@dataclass(frozen=True, eq=False)
-class Language:
-    """One language of ``credential_words.json`` (see the file's header)."""
-
-    code: str
-    words: Mapping[str, tuple[str, ...]]
-    guard: tuple[str, ...] = ()
-    links: tuple[str, ...] = ()
-    post_links: tuple[str, ...] = ()
-    fillers: tuple[str, ...] = ()
-    owners: tuple[str, ...] = ()
-    naming: tuple[str, ...] = ()
-    skip: tuple[str, ...] = ()
-    reverse: tuple[str, ...] = ()
-    function: frozenset[str] = frozenset()
-    common: frozenset[str] = frozenset()
-    suffixes: tuple[str, ...] = ()
-    latin: bool = False
-    attached: bool = False
-    compound: bool = False
-
-
-@dataclass(frozen=True)
-class _Lexicon:
-    languages: tuple[Language, ...]
-    # A word as matched (lower case, one space) → (kind, language, written in capitals).
-    entries: Mapping[str, tuple[tuple[str, Language, bool], ...]]
-    spaced: re.Pattern[str]  # ASCII words standing alone (the other words: apart)
-    spaced_words: frozenset[str]  # words standing alone that are not ASCII
-    attached_words: frozenset[str]  # of languages that attach particles (non-ASCII)
-    compound_words: tuple[str, ...]  # that may end a compound (Datenbankpasswort)
-    links: tuple[str, ...]
-    heads: frozenset[str]
-    prose: frozenset[str]
-
-
-@dataclass(frozen=True)
-class _Hit:
-    start: int
-    end: int
-    kinds: tuple[tuple[str, Language], ...]
-
-    @property
-    def langs(self) -> tuple[Language, ...]:
-        return tuple(dict.fromkeys(lang for _, lang in self.kinds))
-
-
-@lru_cache(maxsize=1)
-def languages() -> tuple[Language, ...]:
-    """The languages of the package's ``data/credential_words.json``."""
-    return _lexicon().languages
-
-
-def _words(value: object) -> tuple[str, ...]:
-    """The words of a list of lines of words (``"function"``, ``"common"``)."""
-    lines = [value] if isinstance(value, str) else list(value or ())  # type: ignore[call-overload]
-    return tuple(" ".join(lines).split())
-
-
-@lru_cache(maxsize=1)
-def _lexicon() -> _Lexicon:
-    raw = (Path(__file__).resolve().parent.parent / "data" / "credential_words.json").read_text()
-    table = json.loads(raw)
-    table.pop("_about")
-    shared = table.pop("any")
-    langs = tuple(
-        Language(
-            code=code,
-            words={kind: tuple(spec.get(kind, ())) for kind in KINDS},
-            guard=tuple(spec.get("guard", ())),
-            links=tuple(spec.get("links", ())),
-            post_links=tuple(spec.get("post_links", ())),
-            fillers=tuple(spec.get("fillers", ())),
-            owners=tuple(spec.get("owners", ())),
-            naming=tuple(spec.get("naming", ())),
-            skip=tuple(spec.get("skip", ())),
-            reverse=tuple(spec.get("reverse", ())),
-            function=frozenset(w.lower() for w in _words(spec.get("function"))),
-            common=frozenset(w.lower() for w in _words(spec.get("common"))),
-            suffixes=tuple(spec.get("suffixes", ())),
-            latin=spec.get("script") == "latin",
-            attached=bool(spec.get("attached")),
-            compound=bool(spec.get("compound")),
-        )
-        for code, spec in table.items()
-    )
-    entries: dict[str, list[tuple[str, Language, bool]]] = {}
-    spaced: set[str] = set()
-    attached: set[str] = set()
-    compound: set[str] = set()
-    for lang in langs:
-        pairs = [(k, w) for k in KINDS for w in lang.words[k]] + [("guard", w) for w in lang.guard]
-        for kind, word in pairs:
-            key = _norm(word)
-            entries.setdefault(key, []).append((kind, lang, word.isupper() and word.isalpha()))
-            (attached if lang.attached else spaced).add(key)
-            if lang.compound and word.isalpha():
-                compound.add(key)
-    prose = frozenset().union(*(lang.function | lang.common for lang in langs))
-    return _Lexicon(
-        languages=langs,
-        entries={k: tuple(v) for k, v in entries.items()},
-        spaced=re.compile(r"(?i)(?<!\w)" + _trie({w for w in spaced if w.isascii()}) + r"(?!\w)"),
-        spaced_words=frozenset(w for w in spaced if not w.isascii()),
-        attached_words=frozenset(attached),
-        compound_words=tuple(sorted(compound)),
-        links=tuple(sorted(set(shared["links"]), key=len, reverse=True)),
-        heads=frozenset(w.lower() for w in shared["heads"]),
-        prose=prose,
-    )
-
-
-@lru_cache(maxsize=1)
-def _attached() -> re.Pattern[str]:
-    """The words of languages that attach particles: compiled on the first text that is
-    not ASCII (most are ASCII, and a regex of every word costs milliseconds to compile)."""
-    return re.compile(r"(?i)" + _trie(set(_lexicon().attached_words)))
-
-
-@lru_cache(maxsize=1)
-def _spaced_other() -> re.Pattern[str]:
-    """The words standing alone that are not ASCII (contraseña, пароль, कुंजी): compiled
-    on the first text that is not ASCII."""
-    return re.compile(r"(?i)(?<!\w)" + _trie(set(_lexicon().spaced_words)) + r"(?!\w)")
-
-
-@lru_cache(maxsize=1)
-def _compound() -> re.Pattern[str]:
-    """Credential words ending a compound (Datenbankpasswort): compiled on first need."""
-    return re.compile(r"(?i)(?<=[^\W\d_])" + _trie(set(_lexicon().compound_words)) + r"(?!\w)")
-
-
-@lru_cache(maxsize=256)
-def _links_of(langs: tuple[Language, ...]) -> tuple[str, ...]:
-    """The links of ``langs`` and the shared ones, lower case, longest first."""
-    links = {*_lexicon().links, *(w for lang in langs for w in lang.links)}
-    return tuple(sorted((w.lower() for w in links), key=len, reverse=True))
-
-
-@lru_cache(maxsize=256)
-def _reverse_of(langs: tuple[Language, ...]) -> re.Pattern[str] | None:
-    """ "<value> is my password", "use <value> as the password" in ``langs``."""
-    links = "|".join(re.escape(w) for lang in langs for w in lang.reverse)
-    if not links:
-        return None
-    return re.compile(
-        r"(?:^|[ \t])(?P<v>[^\s\"'`]{2,200})[ \t]+(?i:" + links + r")[ \t]+"
-        r"(?P<w>(?:\S+[ \t]+){0,2})\Z"
-    )
-
-
-def _norm(word: str) -> str:
-    return " ".join(word.lower().split())
-
-
-def _trie(words: set[str]) -> str:
-    """One regex matching any of ``words`` (lower case; a space matches any run of
-    blanks), factored by prefix so that `re` does not try every word at every place."""
-    trie: dict = {}
-    for word in words:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def build(node: dict) -> str:
-        alts = [
-            (r"[ \t]+" if ch == " " else re.escape(ch)) + build(node[ch])
-            for ch in sorted(k for k in node if k)
-        ]
-        if not alts:
-            return ""
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        return f"(?:{body})?" if "" in node else body
-
-    return build(trie)
-
-
-# --------------------------------------------------------------------------- words
-
-
-def _hits(text: str) -> Iterator[_Hit]:
-    """Every credential word in ``text`` that is not another thing's property."""
-    lex = _lexicon()
-    found = [(m, "spaced") for m in lex.spaced.finditer(text)]
-    if not text.isascii():
-        found += [(m, "spaced") for m in _spaced_other().finditer(text)]
-        found += [(m, "attached") for m in _attached().finditer(text)]
-    low = text.lower()
-    if any(w in low for w in lex.compound_words):
-        found += [(m, "compound") for m in _compound().finditer(text)]
-    for m, how in found:
-        word = _norm(m.group())
-        kinds = tuple(
-            (kind, lang)
-            for kind, lang, caps in lex.entries.get(word, ())
-            if (not caps or m.group().isupper())
-            and (lang.attached if how == "attached" else not lang.attached)
-            and (how != "compound" or (lang.compound and m.group().islower()))
-        )
-        langs = tuple(dict.fromkeys(lang for _, lang in kinds))
-        if kinds and not owned(text, m.start(), langs):
-            yield _Hit(m.start(), m.end(), kinds)
-
-
-def owned(text: str, start: int, langs: tuple[Language, ...] | None = None) -> bool:
-    """Whether the credential word at ``start`` belongs to something else ("the length
-    of the password", "la longueur du mot de passe", "the SHA-256 of each API key")."""
-    owners = {o.lower() for lang in langs or languages() for o in lang.owners}
-    if not owners:
-        return False
-    before = text[max(0, start - 40) : start].split()[-2:]
-    return any(w.lower().strip(",;:") in owners for w in before)
-
-
 # --------------------------------------------------------------------------- phrases
 
 
 def phrase_spans(text: str) -> Iterator[Span]:
     """The values of credential phrases in ``text`` ("the password is X", "das
     Passwort lautet X", "密码是X", "パスワードはXです")."""
-    for hit in _hits(text):
+    for hit in hits(text):
         kinds = [kind for kind, _ in hit.kinds if kind != "guard"]
         if text[hit.start - 1 : hit.start] in (":", "/", ".", "=", "$", "{"):
             continue  # part of a name or a path: arn:…:secret:…, ${TOKEN}, a.token
@@ -311,7 +91,7 @@ def phrase_spans(text: str) -> Iterator[Span]:
                 yield span
 
 
-def _phrase_value(text: str, hit: _Hit, kinds: list[str]) -> Span | None:
+def _phrase_value(text: str, hit: Hit, kinds: list[str]) -> Span | None:
     stop = text.find("\n", hit.end)
     stop = min(len(text) if stop < 0 else stop, hit.end + 200)
     langs = hit.langs
@@ -344,14 +124,14 @@ def _next_line_value(text: str, at: int) -> Span | None:
     return None
 
 
-def _value_before(text: str, hit: _Hit, kinds: list[str]) -> Span | None:
+def _value_before(text: str, hit: Hit, kinds: list[str]) -> Span | None:
     """The value in "hunter2x is my password", "use X as the password": the token before
     a link (or "as") and at most two words before the credential word."""
     langs = hit.langs
     after = text[hit.end : hit.end + 40].split()
-    if after and after[0].lower().strip(_TRAILING) in _lexicon().heads:
+    if after and after[0].lower().strip(_TRAILING) in heads():
         return None  # "bcrypt is the password hash"
-    reverse = _reverse_of(langs)
+    reverse = reverse_of(langs)
     if reverse is None:
         return None
     line = text.rfind("\n", 0, hit.start) + 1
@@ -382,7 +162,6 @@ def _link_after_filler(text: str, at: int, stop: int, langs: tuple[Language, ...
     tokens = [(m.start(), m.end()) for m in re.finditer(r"[^\s:：=]+", text[at:stop])][:6]
     if not tokens:
         return None
-    lex = _lexicon()
     latin = all(lang.latin for lang in langs)
     fillers = {f.lower() for lang in langs for f in lang.fillers}
     opened = False
@@ -394,7 +173,7 @@ def _link_after_filler(text: str, at: int, stop: int, langs: tuple[Language, ...
                 return None
         elif low in fillers and used <= 1:
             opened = True
-        elif not opened and used == 0 and _modifier(word, lex):
+        elif not opened and used == 0 and _modifier(word):
             pass
         elif not opened or used >= 5 or word[-1] in ",;.!?":
             return None
@@ -404,11 +183,11 @@ def _link_after_filler(text: str, at: int, stop: int, langs: tuple[Language, ...
     return None
 
 
-def _modifier(word: str, lex: _Lexicon) -> bool:
+def _modifier(word: str) -> bool:
     """A word that may stand between a credential word and its link without changing
     what it names: "the password WIFI is", "kata sandi WIFI-NYA adalah"."""
     low = word.lower()
-    if low in lex.heads or low in lex.prose:
+    if low in heads() or is_prose_word(low):
         return False
     return bool(re.fullmatch(r"[a-z][a-z0-9]{1,9}|[A-Z0-9]{2,6}|[\w-]+-nya", word))
 
@@ -420,7 +199,7 @@ def _link(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int | N
     if text[pos : pos + 1] == ",":
         pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
     low = text[pos : pos + 24].lower()
-    for link in _links_of(langs):
+    for link in links_of(langs):
         if not low.startswith(link) or pos + len(link) > stop:
             continue
         end = pos + len(link)
@@ -431,7 +210,7 @@ def _link(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int | N
             continue
         if word_link:  # "lautet: X", "est : X"
             sign = _SPACE.match(text, end).end()  # type: ignore[union-attr]
-            end = next((sign + len(p) for p in _lexicon().links if text.startswith(p, sign)), end)
+            end = next((sign + len(p) for p in signs() if text.startswith(p, sign)), end)
         return end
     return None
 
@@ -533,12 +312,6 @@ def _prose_word(word: str, langs: tuple[Language, ...]) -> bool:
     return False
 
 
-def is_prose_word(word: str) -> bool:
-    """Whether ``word`` is a function word or a common word of prose in any language of
-    the table ("expired", "siehe", "ver", "incorrecta")."""
-    return word.lower().strip(_TRAILING) in _lexicon().prose
-
-
 # --------------------------------------------------------------------------- values
 
 
@@ -578,19 +351,12 @@ def placeholder(value: str) -> bool:
     return bool(_PLACEHOLDER.match(value) or _ENV_REF.match(value))
 
 
-def is_function_word(word: str) -> bool:
-    """Whether ``word`` is a function word (an article, a preposition, a pronoun…) of any
-    language of the table."""
-    low = word.lower()
-    return any(low in lang.function for lang in languages())
-
-
 # --------------------------------------------------------------------------- guard
 
 
 def guard_spans(text: str) -> Iterator[Span]:
     """Generated-looking strings next to a credential word (the entropy guard)."""
-    for hit in _hits(text):
+    for hit in hits(text):
         strong = any(kind != "guard" for kind, _ in hit.kinds)
         before = text[max(0, hit.start - 30) : hit.start].split()
         if before and before[-1].lower() in _NOT_CREDENTIAL:
@@ -617,10 +383,17 @@ def _after(text: str, at: int, strong: bool) -> Iterator[Span]:
             return
         for cand in _CANDIDATE.finditer(window, m.start(), m.end()):
             start = at + cand.start()
-            if public_before(text, start):
+            if public_before(text, start) or _path(cand.group()):
                 continue
             if generated(cand.group().strip("._~-"), hex_ok=strong):
                 yield start, at + cand.end()
+
+
+def _path(value: str) -> bool:
+    """Whether ``value`` is a path of names ("uploads/2024/05/9f3a1c2b-report.pdf"), not
+    base64 that holds slashes."""
+    parts = value.split("/")
+    return len(parts) > 2 and sum(bool(re.fullmatch(r"[a-z]{2,}|\d+", p)) for p in parts) >= 2
 
 
 _BEFORE = re.compile(
@@ -629,7 +402,7 @@ _BEFORE = re.compile(
 )
 
 
-def _before(text: str, hit: _Hit) -> Iterator[Span]:
+def _before(text: str, hit: Hit) -> Iterator[Span]:
     """ "<key> is the API key for staging": a generated string just before the word."""
     line = text.rfind("\n", 0, hit.start) + 1
     m = _BEFORE.search(text, max(line, hit.start - 160), hit.start)

@@ -41,16 +41,11 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
-from vaultmem.agent.credential_phrases import (
-    guard_spans,
-    is_function_word,
-    owned,
-    phrase_spans,
-    placeholder,
-)
+from vaultmem.agent.credential_phrases import guard_spans, phrase_spans, placeholder
 from vaultmem.agent.credential_phrases import (
     is_secret_value as _is_secret,
 )
+from vaultmem.agent.credential_words import is_function_word, owned
 from vaultmem.agent.secret_shapes import looks_random, token_spans
 
 __all__ = ["REDACTED", "redact"]
@@ -88,6 +83,8 @@ _CLI_VALUE = (
     r"|`(?P<v4>[^`\n]{0,500})`|(?P<v5>[^\s\"'`]{1,500}))"
 )
 _QUOTED = ("v1", "v2", "v3", "v4")
+# A key documentation shows (AKIAIOSFODNN7EXAMPLE, sk-xxxxxxxxxxxx): no one's secret.
+_EXAMPLE = re.compile(r"EXAMPLE|[xX*]{6}")
 _TRAILING = ".,;:!?)]}\"'"
 
 # key = value, key: value, "key": "value", key => value, key := value (the key's name is
@@ -167,6 +164,7 @@ _COMMAND_FLAG_TABLE = (
     ("openssl+enc", r"-k[ \t]+"),
     ("htpasswd", r"-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-\w+)*[ \t]+\S+[ \t]+\S+[ \t]+"),
     ("rabbitmqctl", r"(?:add_user|change_password)[ \t]+\S+[ \t]+"),
+    ("wandb+login", r"(?:--?[\w-]+[ \t]+)*"),
     ("curl", r"(?:-u|-U|--user|--proxy-user)(?:[ \t]*=[ \t]*|[ \t]*)['\"]?[^\s:'\"]*:"),
     ("http https xh", r"(?:-a|--auth)(?:[ \t]*=[ \t]*|[ \t]+)['\"]?[^\s:'\"]*:"),
     ("wget", r"--(?:http-|proxy-|ftp-)?user[ \t=]+['\"]?[^\s:'\"]*:"),
@@ -185,11 +183,11 @@ _COMMAND = re.compile(
 _COMMAND_SEGMENT = re.compile(
     r"(?:'[^'\n]*'|\"[^\"\n]*\"|(?<=\S)[;&|]+(?=[^\s;&|])|[^\n;&|'\"]|['\"])*"
 )
-# echo 'X' | docker login --password-stdin
+# echo 'X' | docker login --password-stdin;  echo X | sudo -S cmd
 _STDIN_PASSWORD = re.compile(
     r"\b(?:echo|printf)[ \t]+(?:-[ne]+[ \t]+)?(?:['\"]%s(?:\\n)?['\"][ \t]+)?"
     + _CLI_VALUE
-    + r"[ \t]*\|[^\n|]*--password-stdin"
+    + r"[ \t]*\|[^\n|]*(?:--password-stdin|\bsudo[ \t]+(?:-\w+[ \t]+)*-\w*S)"
 )
 _AUTHORIZATION = re.compile(
     r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:[A-Za-z-]+[ \t]+)?"
@@ -221,7 +219,8 @@ def redact(text: str) -> str:
     """
     if len(text) < 6:
         return text
-    spans = sorted(_around_markers(text, [s for s in _spans(text) if s[1] > s[0]]))
+    found = [s for s in _spans(text) if s[1] > s[0] and not _EXAMPLE.search(text, *s)]
+    spans = sorted(_around_markers(text, found))
     if not spans:
         return text
     out: list[str] = []
@@ -449,7 +448,7 @@ def _flag_values(text: str) -> Iterator[Span]:
             value = text[span[0] : span[1]]
             if value and not placeholder(value):
                 yield span
-    if "--password-stdin" in text:
+    if "--password-stdin" in text or "sudo" in text:
         for m in _STDIN_PASSWORD.finditer(text):
             span, _ = _value(m)
             if not placeholder(text[span[0] : span[1]]):

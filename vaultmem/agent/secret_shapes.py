@@ -60,15 +60,19 @@ _RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{15,}")
 _RUN_BREAKS = "+/=.~-"
 # A search command and its pattern (after its options).
 _SEARCH = re.compile(
-    r"(?<![\w.-])(?:grep|egrep|fgrep|rg|ag|ack|git[ \t]+grep|findstr|Select-String)"
-    r"(?:[ \t]+-{1,2}[\w-]+(?:=\S+)?)*[ \t]+(?P<pattern>'[^'\n]*'|\"[^\"\n]*\"|\S+)"
+    r"(?<![\w.-])(?:grep|egrep|fgrep|rg|ag|ack|git[ \t]+grep|findstr|Select-String"
+    r"|git[ \t]+log(?:[ \t]+-{1,2}[\w-]+(?:=\S+)?)*[ \t]+-[SG])"
+    r"(?:[ \t]+-{1,2}[\w-]+(?:=\S+)?)*[ \t]*(?P<pattern>'[^'\n]*'|\"[^\"\n]*\"|\S+)"
+    # a tool call's search argument: {"pattern": "…"}, pattern="…", query: '…'
+    r"|[\"']?\b(?:pattern|regex|query|search|grep)[\"']?[ \t]*[:=][ \t]*"
+    r"(?P<arg>\"[^\"\n]*\"|'[^'\n]*')"
 )
 # In a text without whitespace: a run that could be a generated secret.
 _BARE = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/_-])")
 # Prefixes of strings that look random but are public: digests, checksums, public keys.
 _PUBLIC = (
     r"(?:sha(?:1|224|256|384|512)[-:=]|md5[-:=]|h1:|blake2b?[-:]|ssh-(?:rsa|ed25519|dss)[ \t]+"
-    r"|ecdsa-sha2-\S+[ \t]+|sk-ssh-\S+[ \t]+|age1|npub1|ipfs/)"
+    r"|ecdsa-sha2-\S+[ \t]+|sk-ssh-\S+[ \t]+|age1|npub1|ipfs/|;base64,)"
 )
 _PUBLIC_BEFORE = re.compile(r"(?i)" + _PUBLIC + r"\Z")
 _PUBLIC_START = re.compile(r"(?i)" + _PUBLIC)
@@ -269,7 +273,9 @@ def token_spans(text: str) -> Iterator[Span]:
         if cased and re.search(r"[0-9/+]", word) and prose < 0.75 and entropy(word) > 4.2:
             yield m.span()
     if text.strip() and not re.search(r"\s", text.strip()):
-        yield from _bare_spans(text)
+        # A URL's path names things (a document, a commit); its query may carry a key.
+        start = text.find("?") + 1 if "://" in text else 0
+        yield from _bare_spans(text, start) if start or "://" not in text else ()
     yield from search_pattern_spans(text)
 
 
@@ -321,7 +327,8 @@ def search_pattern_spans(text: str) -> Iterator[Span]:
     """Generated strings searched for (``grep -r 'X' .``, ``rg X src/``): a secret being
     looked for in the code is still a secret."""
     for m in _SEARCH.finditer(text):
-        yield from _bare_spans(text, m.start("pattern"), m.end("pattern"))
+        group = "pattern" if m.group("pattern") is not None else "arg"
+        yield from _bare_spans(text, m.start(group), m.end(group))
 
 
 def public_before(text: str, start: int) -> bool:
