@@ -64,7 +64,12 @@ _TYPES = frozenset(
     this cls typeof void""".split()  # noqa: SIM905
 )
 _ENV_REF = re.compile(r"(?:\$(?:[A-Z_][A-Z0-9_]*\b|\{|\()|%[A-Z_][A-Z0-9_]*%|%\(|\{\{|\{%|<.*>$)")
-_PLACEHOLDER = re.compile(r"(?:[*xX.…#_-]+|<[^>]*>|\[REDACTED\].*|REDACTED|![A-Za-z_]+)$")
+_PLACEHOLDER = re.compile(
+    r"(?:[*xX.…#_~-]+|<[^>]*>|\[REDACTED\].*|REDACTED|![A-Za-z_]+(?:[ \t]+[|>][-+]?)?)$"
+    # what a template or an example puts where the secret goes
+    r"|(?i:(?:your|my|some)[-_ ]\S*|\S*[-_ ](?:here|goes[-_ ]here)|change[-_ ]?me|placeholder"
+    r"|dummy\S*|example\S*|sample\S*|todo|tbd|n/?a)$"
+)
 _DOTTED_REF = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _CALL_REF = re.compile(r"[A-Za-z_][\w.]*[ \t]*[(\[]")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$|[A-Za-z]:\\")
@@ -105,7 +110,8 @@ def _phrase_value(text: str, hit: Hit, kinds: list[str]) -> Span | None:
     if naming and any(k in ("secret", "token", "api_key") for k in kinds):
         return None  # "the secret is named harbor-db-credentials"
     linked = link is not None or _post_link(text, end, stop, langs)
-    if link is None and (text[hit.end : start].strip() or start == hit.end):
+    glued = start == hit.end and not any(lang.attached for lang in langs)  # 密码X is fine
+    if link is None and (text[hit.end : start].strip() or glued):
         return None  # "password hunter2x", not "password-Ab12Cd"
     if any(_judge(text[start:end], kind, quoted, linked, langs) for kind in kinds):
         return start, end
@@ -260,7 +266,7 @@ def _value(
 
 def _judge(value: str, kind: str, quoted: bool, linked: bool, langs: tuple[Language, ...]) -> bool:
     """Whether ``value`` after a credential word of ``kind`` is a secret."""
-    if len(value) < 2 or placeholder(value):
+    if len(value) < 2 or placeholder(value) or value[0] in "<{$%":
         return False
     if not linked:
         if kind == "pin" and re.fullmatch(r"\d{4,8}", value):
@@ -337,6 +343,7 @@ def is_secret_value(
     if prose and (
         is_function_word(words[0])
         or (is_prose_word(words[0]) and (len(words) == 1 or is_prose_word(words[1])))
+        or sum(map(is_prose_word, bare.split())) >= 2  # "all authentication tokens updated"
     ):
         return False
     if name and bare.lower() in ("_".join(name), name[-1]):

@@ -128,6 +128,11 @@ _XML = re.compile(
     r"(?P<v5>[^<\n]{1,500})</(?P=tag)>"
     r"|\b(?:key|name)=\"(?P<name>[^\"\n]{1,80})\"[ \t]+value=\"(?P<v2>[^\"\n]{1,500})\""
 )
+# define('DB_PASSWORD', 'X'), ENV['DB_PASSWORD'] = 'X', setProperty("db.password", "X")
+_QUOTED_KEY = re.compile(
+    r"(?i)([\"'])(?P<name>[\w.-]{0,40}(?:password|passwd|secret|token|api_?key|apikey)[\w.-]{0,20})\1"
+    r"[ \t]*(?:,|\][ \t]*=|=>|:)[ \t]*([\"'])(?P<v2>[^\"'\n]{1,500})\3"
+)
 # host:port:database:user:password, a line of ~/.pgpass
 _PGPASS = re.compile(
     r"(?<!\S)(?:[\w-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):(?:[\w.-]+|\*):(?:[\w.@-]+|\*)"
@@ -135,7 +140,8 @@ _PGPASS = re.compile(
 )
 # "creds: admin / X", "login admin, pass X"
 _USER_PASS = re.compile(
-    r"(?i)\b(?:creds?|credentials|login)[ \t]*:?[ \t]+[^\s/,]{1,60}[ \t]*"
+    r"(?i)\b(?:creds?|credentials|login|zugangsdaten|anmeldedaten|identifiants|credenciales"
+    r"|credenciais|credenziali|inloggegevens)[ \t]*:?[ \t]+[^\s/,]{1,60}[ \t]*"
     r"(?:/|,[ \t]*pass(?:word)?[ \t]*:?|[ \t]pass(?:word)?[ \t]*:?)[ \t]*" + _VALUE
 )
 
@@ -395,6 +401,10 @@ def _named_values(text: str) -> Iterator[Span]:
             span, quoted = _value(m, prefix)
             if words and _secret_name(words, "=") and _is_secret(text, span, quoted, prose=False):
                 yield span
+    for m in _QUOTED_KEY.finditer(text):
+        words = [w.lower() for w in _NAME_WORDS.findall(m.group("name"))]
+        if words and _secret_name(words, "=") and _is_secret(text, m.span("v2"), True):
+            yield m.span("v2")
     if "<" in text or "value=" in text:
         for m in _XML.finditer(text):
             span, quoted = _value(m)
