@@ -38,7 +38,7 @@ from vaultmem.agent.credential_words import (
 )
 from vaultmem.agent.secret_shapes import generated, looks_random, public_before, public_value
 
-__all__ = ["guard_spans", "is_secret_value", "phrase_spans", "placeholder"]
+__all__ = ["credential_spans", "guard_spans", "is_secret_value", "phrase_spans", "placeholder"]
 
 Span = tuple[int, int]
 _QUOTES = {
@@ -80,10 +80,17 @@ _SPACE = re.compile(r"[ \t\u00a0\u202f]*")
 # --------------------------------------------------------------------------- phrases
 
 
-def phrase_spans(text: str) -> Iterator[Span]:
+def credential_spans(text: str) -> Iterator[Span]:
+    """The spans both rules find in ``text``, over one search for its credential words."""
+    found = list(hits(text))
+    yield from phrase_spans(text, found)
+    yield from guard_spans(text, found)
+
+
+def phrase_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
     """The values of credential phrases in ``text`` ("the password is X", "das
-    Passwort lautet X", "密码是X", "パスワードはXです")."""
-    for hit in hits(text):
+    Passwort lautet X", "密码是X", "パスワードはXです"); ``found``: its words, when known."""
+    for hit in hits(text) if found is None else found:
         kinds = [kind for kind, _ in hit.kinds if kind != "guard"]
         if text[hit.start - 1 : hit.start] in (":", "/", ".", "=", "$", "{"):
             continue  # part of a name or a path: arn:…:secret:…, ${TOKEN}, a.token
@@ -361,9 +368,10 @@ def placeholder(value: str) -> bool:
 # --------------------------------------------------------------------------- guard
 
 
-def guard_spans(text: str) -> Iterator[Span]:
-    """Generated-looking strings next to a credential word (the entropy guard)."""
-    for hit in hits(text):
+def guard_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
+    """Generated-looking strings next to a credential word (the entropy guard);
+    ``found``: its words, when known."""
+    for hit in hits(text) if found is None else found:
         strong = any(kind != "guard" for kind, _ in hit.kinds)
         before = text[max(0, hit.start - 30) : hit.start].split()
         if before and before[-1].lower() in _NOT_CREDENTIAL:

@@ -37,6 +37,11 @@ __all__ = [
 ]
 
 KINDS = ("password", "pin", "secret", "token", "api_key")
+# A letter outside ASCII (not a dash, a quote or an arrow): a word of another language
+# may stand in the text.
+_FOREIGN = re.compile(r"[^\x00-\x7f\u00a0-\u00bf\u2000-\u206f\u2190-\u23ff\u2500-\u27bf]")
+# A script whose particles attach to words (Thai, kana, CJK, Hangul).
+_ATTACHING = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]")
 _TRAILING = ".,;:)]}»“”」』、。，\"'"
 
 
@@ -136,8 +141,8 @@ def _lexicon() -> _Lexicon:
             key = _norm(word)
             entries.setdefault(key, []).append((kind, lang, word.isupper() and word.isalpha()))
             (attached if lang.attached else spaced).add(key)
-            if lang.compound and word.isalpha():
-                compound.add(key)
+            if lang.compound and kind == "password" and word.isalpha():
+                compound.add(key)  # Datenbankpasswort, not every "…token" (Zugangstoken is listed)
     prose = frozenset().union(*(lang.function | lang.common for lang in langs))
     return _Lexicon(
         languages=langs,
@@ -225,9 +230,10 @@ def hits(text: str) -> Iterator[Hit]:
     """Every credential word in ``text`` that is not another thing's property."""
     lex = _lexicon()
     found = [(m, "spaced") for m in lex.spaced.finditer(text)]
-    if not text.isascii():
+    if not text.isascii() and _FOREIGN.search(text):
         found += [(m, "spaced") for m in _spaced_other().finditer(text)]
-        found += [(m, "attached") for m in _attached().finditer(text)]
+        if _ATTACHING.search(text):
+            found += [(m, "attached") for m in _attached().finditer(text)]
     low = text.lower()
     if any(w in low for w in lex.compound_words):
         found += [(m, "compound") for m in _compound().finditer(text)]

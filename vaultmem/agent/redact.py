@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
-from vaultmem.agent.credential_phrases import guard_spans, phrase_spans, placeholder
+from vaultmem.agent.credential_phrases import credential_spans, placeholder
 from vaultmem.agent.credential_phrases import (
     is_secret_value as _is_secret,
 )
@@ -116,11 +116,12 @@ _SECRET_SUFFIXES = _wordset(
 # - name: DB_PASSWORD / value: X;  {"name": "DB_PASSWORD", "value": "X"};  Name=X,Value=Y;
 # "db_password": {"sensitive": true, "value": "X"} (terraform output)
 _NAME_VALUE = re.compile(
-    r"(?i)[\"']?name[\"']?[ \t]*[:=][ \t]*[\"']?(?P<name>[A-Za-z_][\w.-]{0,80})[\"']?[ \t]*"
-    r"(?:,|\n)[ \t]*(?:-[ \t]+)?[\"']?value[\"']?[ \t]*[:=][ \t]*"
-    + _VALUE
-    + r"|[\"']?(?P<obj>[A-Za-z_][\w.-]{0,80})[\"']?[ \t]*[:=][ \t]*\{[^{}]{0,300}?"
-    r"[\"']value[\"'][ \t]*:[ \t]*" + _VALUE.replace("?P<v", "?P<w")
+    r"(?i)\bname[\"']?[ \t]*[:=][ \t]*[\"']?(?P<name>[A-Za-z_][\w.-]{0,80})[\"']?[ \t]*"
+    r"(?:,|\n)[ \t]*(?:-[ \t]+)?[\"']?value[\"']?[ \t]*[:=][ \t]*" + _VALUE
+)
+_OBJECT_VALUE = re.compile(
+    r"(?P<name>[A-Za-z_][\w.-]{0,80})[\"']?[ \t]*[:=][ \t]*\{[^{}]{0,300}?"
+    r"[\"']value[\"'][ \t]*:[ \t]*" + _VALUE
 )
 # <password>X</password>; <add key="ClearTextPassword" value="X" /> (NuGet.Config)
 _XML = re.compile(
@@ -138,6 +139,7 @@ _PGPASS = re.compile(
     r"(?<!\S)(?:[\w-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):(?:[\w.-]+|\*):(?:[\w.@-]+|\*)"
     r":(?P<v5>[^\s:]+)(?=\s|$)"
 )
+_PGPASS_PORT = re.compile(r":(?:\d{1,5}|\*):")
 # "creds: admin / X", "login admin, pass X"
 _USER_PASS = re.compile(
     r"(?i)\b(?:creds?|credentials|login|zugangsdaten|anmeldedaten|identifiants|credenciales"
@@ -263,8 +265,7 @@ def _spans(text: str) -> Iterator[Span]:
     yield from _flag_values(text)
     yield from _authorization(text)
     yield from _changed_to(text)
-    yield from phrase_spans(text)
-    yield from guard_spans(text)
+    yield from credential_spans(text)
 
 
 def _key_blocks(text: str) -> Iterator[Span]:
@@ -382,10 +383,10 @@ def _call_literals(text: str, start: int) -> Iterator[Span]:
             yield m.span("v")
 
 
-def _value(m: re.Match[str], prefix: str = "v") -> tuple[Span, bool]:
+def _value(m: re.Match[str]) -> tuple[Span, bool]:
     """The span of a match's value, and whether it was quoted."""
     for n in ("1", "2", "3", "4", "5", "0"):
-        group = prefix + n
+        group = "v" + n
         if group in m.re.groupindex and m.group(group) is not None:
             return m.span(group), n in "1234"
     return (m.end(), m.end()), False
@@ -394,14 +395,17 @@ def _value(m: re.Match[str], prefix: str = "v") -> tuple[Span, bool]:
 def _named_values(text: str) -> Iterator[Span]:
     """Values whose secret name stands apart: a name/value pair, a terraform output,
     a ``.pgpass`` line, "creds: admin / X"."""
-    if "alue" in text:
-        for m in _NAME_VALUE.finditer(text):
-            name, prefix = (m.group("name"), "v") if m.group("name") else (m.group("obj"), "w")
-            words = [w.lower() for w in _NAME_WORDS.findall(name)]
-            span, quoted = _value(m, prefix)
+    low = text.lower()
+    pairs = "name" in low and "value" in low
+    objects = "{" in text and ('"value"' in text or "'value'" in text)
+    for pattern in (_NAME_VALUE,) * pairs + (_OBJECT_VALUE,) * objects:
+        for m in pattern.finditer(text):
+            words = [w.lower() for w in _NAME_WORDS.findall(m.group("name"))]
+            span, quoted = _value(m)
             if words and _secret_name(words, "=") and _is_secret(text, span, quoted, prose=False):
                 yield span
-    for m in _QUOTED_KEY.finditer(text):
+    named = any(w in low for w in ("pass", "secret", "token", "key"))
+    for m in _QUOTED_KEY.finditer(text) if named and ("'" in text or '"' in text) else ():
         words = [w.lower() for w in _NAME_WORDS.findall(m.group("name"))]
         if words and _secret_name(words, "=") and _is_secret(text, m.span("v2"), True):
             yield m.span("v2")
@@ -412,11 +416,12 @@ def _named_values(text: str) -> Iterator[Span]:
             words = [w.lower() for w in _NAME_WORDS.findall(name)]
             if words and _secret_name(words, "=") and _is_secret(text, span, True):
                 yield span
-    if ":" in text:
+    if _PGPASS_PORT.search(text):
         for m in _PGPASS.finditer(text):
             if not placeholder(m.group("v5")):
                 yield m.span("v5")
-    for m in _USER_PASS.finditer(text):
+    users = ("cred", "login", "zugang", "anmelde", "identifiant", "inlogg")
+    for m in _USER_PASS.finditer(text) if any(w in low for w in users) else ():
         span, quoted = _value(m)
         value = text[span[0] : span[1]].rstrip(_TRAILING)
         long_enough = quoted or len(value) >= 6 or looks_random(value)
@@ -484,6 +489,9 @@ def _authorization(text: str) -> Iterator[Span]:
 
 
 def _changed_to(text: str) -> Iterator[Span]:
+    low = text.lower()
+    if not any(w in low for w in ("changed", "set", "rotated", "updated")):
+        return
     for m in _PHRASE_CHANGED.finditer(text):
         span, quoted = _value(m)
         if _is_secret(text, span, quoted):

@@ -63,10 +63,15 @@ _SEARCH = re.compile(
     r"(?<![\w.-])(?:grep|egrep|fgrep|rg|ag|ack|git[ \t]+grep|findstr|Select-String"
     r"|git[ \t]+log(?:[ \t]+-{1,2}[\w-]+(?:=\S+)?)*[ \t]+-[SG])"
     r"(?:[ \t]+-{1,2}[\w-]+(?:=\S+)?)*[ \t]*(?P<pattern>'[^'\n]*'|\"[^\"\n]*\"|\S+)"
-    # a tool call's search argument: {"pattern": "…"}, pattern="…", query: '…'
-    r"|[\"']?\b(?:pattern|regex|query|search|grep)[\"']?[ \t]*[:=][ \t]*"
-    r"(?P<arg>\"[^\"\n]*\"|'[^'\n]*')"
 )
+# A tool call's search argument: {"pattern": "…"}, pattern="…", query: '…'.
+_SEARCH_ARG = re.compile(
+    r"\b(?:pattern|regex|query|search|grep)[\"']?[ \t]*[:=][ \t]*"
+    r"(?P<pattern>\"[^\"\n]*\"|'[^'\n]*')"
+)
+# Cheap tests first: a search command, or a key a tool call's search argument has.
+_SEARCH_WORDS = ("grep", "rg ", "ag ", "ack ", "git ", "findstr", "select-string")
+_SEARCH_KEYS = ("pattern", "regex", "query", "search", "grep")
 # In a text without whitespace: a run that could be a generated secret.
 _BARE = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/_-])")
 # Prefixes of strings that look random but are public: digests, checksums, public keys.
@@ -326,9 +331,12 @@ def _bare_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[S
 def search_pattern_spans(text: str) -> Iterator[Span]:
     """Generated strings searched for (``grep -r 'X' .``, ``rg X src/``): a secret being
     looked for in the code is still a secret."""
-    for m in _SEARCH.finditer(text):
-        group = "pattern" if m.group("pattern") is not None else "arg"
-        yield from _bare_spans(text, m.start(group), m.end(group))
+    low = text.lower()
+    commands = any(w in low for w in _SEARCH_WORDS)
+    args = ('"' in text or "'" in text) and any(w in low for w in _SEARCH_KEYS)
+    for pattern in (_SEARCH,) * commands + (_SEARCH_ARG,) * args:
+        for m in pattern.finditer(text):
+            yield from _bare_spans(text, m.start("pattern"), m.end("pattern"))
 
 
 def public_before(text: str, start: int) -> bool:
