@@ -20,6 +20,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
+
+from vaultmem.agent.secret_shapes import lazy_regex
 
 __all__ = [
     "KINDS",
@@ -39,9 +42,9 @@ __all__ = [
 KINDS = ("password", "pin", "secret", "token", "api_key")
 # A letter outside ASCII (not a dash, a quote or an arrow): a word of another language
 # may stand in the text.
-_FOREIGN = re.compile(r"[^\x00-\x7f\u00a0-\u00bf\u2000-\u206f\u2190-\u23ff\u2500-\u27bf]")
+_FOREIGN = lazy_regex(r"[^\x00-\x7f\u00a0-\u00bf\u2000-\u206f\u2190-\u23ff\u2500-\u27bf]")
 # A script whose particles attach to words (Thai, kana, CJK, Hangul).
-_ATTACHING = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]")
+_ATTACHING = lazy_regex(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]")
 _TRAILING = ".,;:)]}»“”」』、。，\"'"
 
 
@@ -67,8 +70,7 @@ class Language:
     compound: bool = False
 
 
-@dataclass(frozen=True)
-class _Lexicon:
+class _Lexicon(NamedTuple):
     languages: tuple[Language, ...]
     # A word as matched (lower case, one space) → (kind, language, written in capitals).
     entries: Mapping[str, tuple[tuple[str, Language, bool], ...]]
@@ -81,8 +83,9 @@ class _Lexicon:
     prose: frozenset[str]
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
+    """A credential word in a text: where, and its kinds and languages."""
+
     start: int
     end: int
     kinds: tuple[tuple[str, Language], ...]
@@ -230,9 +233,9 @@ def hits(text: str) -> Iterator[Hit]:
     """Every credential word in ``text`` that is not another thing's property."""
     lex = _lexicon()
     found = [(m, "spaced") for m in lex.spaced.finditer(text)]
-    if not text.isascii() and _FOREIGN.search(text):
+    if not text.isascii() and _FOREIGN().search(text):
         found += [(m, "spaced") for m in _spaced_other().finditer(text)]
-        if _ATTACHING.search(text):
+        if _ATTACHING().search(text):
             found += [(m, "attached") for m in _attached().finditer(text)]
     low = text.lower()
     if any(w in low for w in lex.compound_words):

@@ -46,7 +46,7 @@ from vaultmem.agent.credential_phrases import (
     is_secret_value as _is_secret,
 )
 from vaultmem.agent.credential_words import is_function_word, owned
-from vaultmem.agent.secret_shapes import looks_random, token_spans
+from vaultmem.agent.secret_shapes import lazy_regex, looks_random, token_spans
 
 __all__ = ["REDACTED", "redact"]
 
@@ -59,7 +59,7 @@ def _wordset(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_KEY_BLOCK = re.compile(
+_KEY_BLOCK = lazy_regex(
     r"-{3,}[ \t]?BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-{3,}"
     r".*?(?:-{3,}[ \t]?END[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-{3,}|\Z)"
     r"|PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[ \t]*[0-9a-fA-F]+|\Z)",
@@ -67,7 +67,7 @@ _KEY_BLOCK = re.compile(
 )
 
 # scheme://user:password@host: greedy, so the last '@' before the host ends the password.
-_URL_CREDENTIALS = re.compile(
+_URL_CREDENTIALS = lazy_regex(
     r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"<>]{0,256}:"
     r"(?P<v5>[^\s'\"<>]{1,256})@[A-Za-z0-9._~%-]+(?=[:/?#\s'\"<>)\]]|$)"
 )
@@ -115,33 +115,33 @@ _SECRET_SUFFIXES = _wordset(
 )
 # - name: DB_PASSWORD / value: X;  {"name": "DB_PASSWORD", "value": "X"};  Name=X,Value=Y;
 # "db_password": {"sensitive": true, "value": "X"} (terraform output)
-_NAME_VALUE = re.compile(
+_NAME_VALUE = lazy_regex(
     r"(?i)\bname[\"']?[ \t]*[:=][ \t]*[\"']?(?P<name>[A-Za-z_][\w.-]{0,80})[\"']?[ \t]*"
     r"(?:,|\n)[ \t]*(?:-[ \t]+)?[\"']?value[\"']?[ \t]*[:=][ \t]*" + _VALUE
 )
-_OBJECT_VALUE = re.compile(
+_OBJECT_VALUE = lazy_regex(
     r"(?P<name>[A-Za-z_][\w.-]{0,80})[\"']?[ \t]*[:=][ \t]*\{[^{}]{0,300}?"
     r"[\"']value[\"'][ \t]*:[ \t]*" + _VALUE
 )
 # <password>X</password>; <add key="ClearTextPassword" value="X" /> (NuGet.Config)
-_XML = re.compile(
+_XML = lazy_regex(
     r"(?i)<(?P<tag>[\w:.-]{0,40}(?:password|passwd|secret|token|api_?key|apikey)[\w.-]{0,20})>"
     r"(?P<v5>[^<\n]{1,500})</(?P=tag)>"
     r"|\b(?:key|name)=\"(?P<name>[^\"\n]{1,80})\"[ \t]+value=\"(?P<v2>[^\"\n]{1,500})\""
 )
 # define('DB_PASSWORD', 'X'), ENV['DB_PASSWORD'] = 'X', setProperty("db.password", "X")
-_QUOTED_KEY = re.compile(
+_QUOTED_KEY = lazy_regex(
     r"(?i)([\"'])(?P<name>[\w.-]{0,40}(?:password|passwd|secret|token|api_?key|apikey)[\w.-]{0,20})\1"
     r"[ \t]*(?:,|\][ \t]*=|=>|:)[ \t]*([\"'])(?P<v2>[^\"'\n]{1,500})\3"
 )
 # host:port:database:user:password, a line of ~/.pgpass
-_PGPASS = re.compile(
+_PGPASS = lazy_regex(
     r"(?<!\S)(?:[\w-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):(?:[\w.-]+|\*):(?:[\w.@-]+|\*)"
     r":(?P<v5>[^\s:]+)(?=\s|$)"
 )
 _PGPASS_PORT = re.compile(r":(?:\d{1,5}|\*):")
 # "creds: admin / X", "login admin, pass X"
-_USER_PASS = re.compile(
+_USER_PASS = lazy_regex(
     r"(?i)\b(?:creds?|credentials|login|zugangsdaten|anmeldedaten|identifiants|credenciales"
     r"|credenciais|credenziali|inloggegevens)[ \t]*:?[ \t]+[^\s/,]{1,60}[ \t]*"
     r"(?:/|,[ \t]*pass(?:word)?[ \t]*:?|[ \t]pass(?:word)?[ \t]*:?)[ \t]*" + _VALUE
@@ -190,7 +190,7 @@ _COMMAND_SEGMENT = re.compile(
     r"(?:'[^'\n]*'|\"[^\"\n]*\"|(?<=\S)[;&|]+(?=[^\s;&|])|[^\n;&|'\"]|['\"])*"
 )
 # echo 'X' | docker login --password-stdin;  echo X | sudo -S cmd
-_STDIN_PASSWORD = re.compile(
+_STDIN_PASSWORD = lazy_regex(
     r"\b(?:echo|printf)[ \t]+(?:-[ne]+[ \t]+)?(?:['\"]%s(?:\\n)?['\"][ \t]+)?"
     + _CLI_VALUE
     + r"[ \t]*\|[^\n|]*(?:--password-stdin|\bsudo[ \t]+(?:-\w+[ \t]+)*-\w*S)"
@@ -207,7 +207,7 @@ _AUTH_PAIR = re.compile(
 _COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"'`]{1,4000})")
 _COOKIE_PAIR = re.compile(r"[^=;\s]+=(?P<v5>[^;\s]+)")
 # "I changed the admin password to X"
-_PHRASE_CHANGED = re.compile(
+_PHRASE_CHANGED = lazy_regex(
     r"(?i)\b(?:changed|set|reset|rotated|updated)[ \t]+(?:the[ \t]+|my[ \t]+|our[ \t]+|its[ \t]+)?"
     r"(?:[\w-]+[ \t]+)?(?:pass(?:word|wd|phrase)|pw|token|secret|api[ \t]key)[ \t]+to[ \t]+"
     + _VALUE
@@ -270,14 +270,14 @@ def _spans(text: str) -> Iterator[Span]:
 
 def _key_blocks(text: str) -> Iterator[Span]:
     if "PRIVATE KEY" in text or "PuTTY-User-Key-File" in text:
-        for m in _KEY_BLOCK.finditer(text):
+        for m in _KEY_BLOCK().finditer(text):
             yield m.span()
 
 
 def _url_credentials(text: str) -> Iterator[Span]:
     if "://" not in text:
         return
-    for m in _URL_CREDENTIALS.finditer(text):
+    for m in _URL_CREDENTIALS().finditer(text):
         value = m.group("v5")
         # host:8080/@scope/pkg is a port and a path, not a password
         if not re.match(r"\d{1,5}(?:/|$)", value) and not value.startswith(REDACTED):
@@ -398,30 +398,30 @@ def _named_values(text: str) -> Iterator[Span]:
     low = text.lower()
     pairs = "name" in low and "value" in low
     objects = "{" in text and ('"value"' in text or "'value'" in text)
-    for pattern in (_NAME_VALUE,) * pairs + (_OBJECT_VALUE,) * objects:
+    for pattern in (_NAME_VALUE(),) * pairs + (_OBJECT_VALUE(),) * objects:
         for m in pattern.finditer(text):
             words = [w.lower() for w in _NAME_WORDS.findall(m.group("name"))]
             span, quoted = _value(m)
             if words and _secret_name(words, "=") and _is_secret(text, span, quoted, prose=False):
                 yield span
     named = any(w in low for w in ("pass", "secret", "token", "key"))
-    for m in _QUOTED_KEY.finditer(text) if named and ("'" in text or '"' in text) else ():
+    for m in _QUOTED_KEY().finditer(text) if named and ("'" in text or '"' in text) else ():
         words = [w.lower() for w in _NAME_WORDS.findall(m.group("name"))]
         if words and _secret_name(words, "=") and _is_secret(text, m.span("v2"), True):
             yield m.span("v2")
     if "<" in text or "value=" in text:
-        for m in _XML.finditer(text):
+        for m in _XML().finditer(text):
             span, quoted = _value(m)
             name = m.group("tag") or m.group("name")
             words = [w.lower() for w in _NAME_WORDS.findall(name)]
             if words and _secret_name(words, "=") and _is_secret(text, span, True):
                 yield span
     if _PGPASS_PORT.search(text):
-        for m in _PGPASS.finditer(text):
+        for m in _PGPASS().finditer(text):
             if not placeholder(m.group("v5")):
                 yield m.span("v5")
     users = ("cred", "login", "zugang", "anmelde", "identifiant", "inlogg")
-    for m in _USER_PASS.finditer(text) if any(w in low for w in users) else ():
+    for m in _USER_PASS().finditer(text) if any(w in low for w in users) else ():
         span, quoted = _value(m)
         value = text[span[0] : span[1]].rstrip(_TRAILING)
         long_enough = quoted or len(value) >= 6 or looks_random(value)
@@ -461,7 +461,7 @@ def _flag_values(text: str) -> Iterator[Span]:
             if value and not placeholder(value):
                 yield span
     if "--password-stdin" in text or "sudo" in text:
-        for m in _STDIN_PASSWORD.finditer(text):
+        for m in _STDIN_PASSWORD().finditer(text):
             span, _ = _value(m)
             if not placeholder(text[span[0] : span[1]]):
                 yield span
@@ -492,7 +492,7 @@ def _changed_to(text: str) -> Iterator[Span]:
     low = text.lower()
     if not any(w in low for w in ("changed", "set", "rotated", "updated")):
         return
-    for m in _PHRASE_CHANGED.finditer(text):
+    for m in _PHRASE_CHANGED().finditer(text):
         span, quoted = _value(m)
         if _is_secret(text, span, quoted):
             yield span

@@ -25,16 +25,17 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 __all__ = [
     "Family",
     "entropy",
     "families",
     "generated",
+    "lazy_regex",
     "looks_random",
     "public_before",
     "public_value",
@@ -44,6 +45,14 @@ __all__ = [
 ]
 
 Span = tuple[int, int]
+
+
+def lazy_regex(source: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """A regex compiled when a text first needs it: most texts never reach most rules,
+    and compiling every one costs each process that redacts a few milliseconds."""
+    return lru_cache(maxsize=1)(lambda: re.compile(source, flags))
+
+
 _DATA = Path(__file__).resolve().parent.parent / "data"
 _SNAPSHOT = "detect_secrets_plugins.json"
 
@@ -54,18 +63,18 @@ _WORDISH = re.compile(r"[A-Z]?[a-z]{2,}")
 # A part of a name that a person wrote: a word, a number, or short.
 _WRITTEN = re.compile(r"[A-Za-z][a-z]{1,11}|[A-Z]{2,12}|\d+|\w{1,4}")
 # A bare AWS secret access key: 40 characters of base64, mixed case and digits.
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_SECRET = lazy_regex(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 # A run of characters a token is made of (prefix families are looked for only inside one).
 _RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{15,}")
 _RUN_BREAKS = "+/=.~-"
 # A search command and its pattern (after its options).
-_SEARCH = re.compile(
+_SEARCH = lazy_regex(
     r"(?<![\w.-])(?:grep|egrep|fgrep|rg|ag|ack|git[ \t]+grep|findstr|Select-String"
     r"|git[ \t]+log(?:[ \t]+-{1,2}[\w-]+(?:=\S+)?)*[ \t]+-[SG])"
     r"(?:[ \t]+-{1,2}[\w-]+(?:=\S+)?)*[ \t]*(?P<pattern>'[^'\n]*'|\"[^\"\n]*\"|\S+)"
 )
 # A tool call's search argument: {"pattern": "…"}, pattern="…", query: '…'.
-_SEARCH_ARG = re.compile(
+_SEARCH_ARG = lazy_regex(
     r"\b(?:pattern|regex|query|search|grep)[\"']?[ \t]*[:=][ \t]*"
     r"(?P<pattern>\"[^\"\n]*\"|'[^'\n]*')"
 )
@@ -73,18 +82,17 @@ _SEARCH_ARG = re.compile(
 _SEARCH_WORDS = ("grep", "rg ", "ag ", "ack ", "git ", "findstr", "select-string")
 _SEARCH_KEYS = ("pattern", "regex", "query", "search", "grep")
 # In a text without whitespace: a run that could be a generated secret.
-_BARE = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/_-])")
+_BARE = lazy_regex(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/_-])")
 # Prefixes of strings that look random but are public: digests, checksums, public keys.
 _PUBLIC = (
     r"(?:sha(?:1|224|256|384|512)[-:=]|md5[-:=]|h1:|blake2b?[-:]|ssh-(?:rsa|ed25519|dss)[ \t]+"
     r"|ecdsa-sha2-\S+[ \t]+|sk-ssh-\S+[ \t]+|age1|npub1|ipfs/|;base64,)"
 )
-_PUBLIC_BEFORE = re.compile(r"(?i)" + _PUBLIC + r"\Z")
-_PUBLIC_START = re.compile(r"(?i)" + _PUBLIC)
+_PUBLIC_BEFORE = lazy_regex(r"(?i)" + _PUBLIC + r"\Z")
+_PUBLIC_START = lazy_regex(r"(?i)" + _PUBLIC)
 
 
-@dataclass(frozen=True)
-class Family:
+class Family(NamedTuple):
     """One token family of ``token_families.json`` (see the file's header)."""
 
     name: str
@@ -270,7 +278,7 @@ def token_spans(text: str) -> Iterator[Span]:
     """The spans of ``text`` that are secrets by their shape alone."""
     yield from _detector_spans(text)
     yield from _family_spans(text)
-    for m in _AWS_SECRET.finditer(text):
+    for m in _AWS_SECRET().finditer(text):
         word = m.group()
         cased = re.search(r"[a-z]", word) and re.search(r"[A-Z]", word)
         # Not an identifier: random text has few runs of a capital and small letters.
@@ -323,7 +331,7 @@ def _next_start(text: str, at: int, end: int) -> int:
 def _bare_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[Span]:
     """Generated-looking runs of ``text`` (between ``start`` and ``end``): in a tool's
     argument, or a pattern given to a search command."""
-    for m in _BARE.finditer(text, start, len(text) if end is None else end):
+    for m in _BARE().finditer(text, start, len(text) if end is None else end):
         if not public_before(text, m.start()) and generated(m.group()):
             yield m.span()
 
@@ -334,7 +342,7 @@ def search_pattern_spans(text: str) -> Iterator[Span]:
     low = text.lower()
     commands = any(w in low for w in _SEARCH_WORDS)
     args = ('"' in text or "'" in text) and any(w in low for w in _SEARCH_KEYS)
-    for pattern in (_SEARCH,) * commands + (_SEARCH_ARG,) * args:
+    for pattern in (_SEARCH(),) * commands + (_SEARCH_ARG(),) * args:
         for m in pattern.finditer(text):
             yield from _bare_spans(text, m.start("pattern"), m.end("pattern"))
 
@@ -342,12 +350,12 @@ def search_pattern_spans(text: str) -> Iterator[Span]:
 def public_before(text: str, start: int) -> bool:
     """Whether what stands just before ``start`` says the string there is public: a
     digest (``sha256:``, ``sha512-``, ``h1:``), a public key (``ssh-ed25519 ``)."""
-    return bool(_PUBLIC_BEFORE.search(text, max(0, start - 40), start))
+    return bool(_PUBLIC_BEFORE().search(text, max(0, start - 40), start))
 
 
 def public_value(value: str) -> bool:
     """Whether ``value`` starts as a digest or a public key does (``SHA256:…``)."""
-    return bool(_PUBLIC_START.match(value))
+    return bool(_PUBLIC_START().match(value))
 
 
 def _windows(text: str, size: int = 2048, overlap: int = 256) -> Iterator[Span]:
