@@ -92,5 +92,24 @@ def test_the_detect_secrets_snapshot_is_what_detect_secrets_ships() -> None:
         ).read_text()
     )
     assert snapshot["version"] == version("detect-secrets")
-    assert [tuple(row) for row in snapshot["patterns"]] == secret_shapes.detector_patterns()
+    assert [tuple(row[:3]) for row in snapshot["patterns"]] == secret_shapes.detector_patterns()
     assert len(secret_shapes._detectors()) == len(snapshot["patterns"]) >= 40
+
+
+def test_each_detect_secrets_needle_is_written_in_its_pattern() -> None:
+    """A pattern is tried only on a text holding one of its needles: each must be a
+    literal the pattern requires, so each is written in it (unescaped, any case)."""
+    import json
+    from pathlib import Path
+
+    from vaultmem.agent import secret_shapes
+
+    rows = json.loads(
+        (
+            Path(secret_shapes.__file__).parent.parent / "data" / "detect_secrets_plugins.json"
+        ).read_text()
+    )["patterns"]
+    for plugin, pattern, _, needles in rows:
+        plain = pattern.replace("\\", "").lower()
+        assert all(n == n.lower() and n in plain for n in needles), (plugin, needles)
+    assert sum(bool(row[3]) for row in rows) == len(rows)

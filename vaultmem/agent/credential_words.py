@@ -17,10 +17,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from vaultmem.agent.secret_shapes import lazy_regex
 
@@ -48,26 +47,38 @@ _ATTACHING = lazy_regex(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\
 _TRAILING = ".,;:)]}»“”」』、。，\"'"
 
 
-@dataclass(frozen=True, eq=False)
 class Language:
-    """One language of ``credential_words.json`` (see the file's header)."""
+    """One language of ``credential_words.json`` (see the file's header): read-only.
 
-    code: str
-    words: Mapping[str, tuple[str, ...]]
-    guard: tuple[str, ...] = ()
-    links: tuple[str, ...] = ()
-    post_links: tuple[str, ...] = ()
-    fillers: tuple[str, ...] = ()
-    owners: tuple[str, ...] = ()
-    naming: tuple[str, ...] = ()
-    skip: tuple[str, ...] = ()
-    reverse: tuple[str, ...] = ()
-    function: frozenset[str] = frozenset()
-    common: frozenset[str] = frozenset()
-    suffixes: tuple[str, ...] = ()
-    latin: bool = False
-    attached: bool = False
-    compound: bool = False
+    A plain class (not a dataclass): the table is built in every process that redacts,
+    and a dataclass costs a millisecond to define. Compared and hashed by identity.
+    """
+
+    __slots__ = (
+        "attached", "code", "common", "compound", "fillers", "function", "guard", "latin",
+        "links", "naming", "owners", "post_links", "reverse", "skip", "suffixes", "words",
+    )  # fmt: skip
+
+    def __init__(self, code: str, spec: Mapping[str, Any]) -> None:
+        def strings(key: str) -> tuple[str, ...]:
+            return tuple(spec.get(key, ()))
+
+        self.code = code
+        self.words: Mapping[str, tuple[str, ...]] = {kind: strings(kind) for kind in KINDS}
+        self.guard = strings("guard")
+        self.links = strings("links")
+        self.post_links = strings("post_links")
+        self.fillers = strings("fillers")
+        self.owners = strings("owners")
+        self.naming = strings("naming")
+        self.skip = strings("skip")
+        self.reverse = strings("reverse")
+        self.function = frozenset(w.lower() for w in _words(spec.get("function")))
+        self.common = frozenset(w.lower() for w in _words(spec.get("common")))
+        self.suffixes = strings("suffixes")
+        self.latin = spec.get("script") == "latin"
+        self.attached = bool(spec.get("attached"))
+        self.compound = bool(spec.get("compound"))
 
 
 class _Lexicon(NamedTuple):
@@ -113,27 +124,7 @@ def _lexicon() -> _Lexicon:
     table = json.loads(raw)
     table.pop("_about")
     shared = table.pop("any")
-    langs = tuple(
-        Language(
-            code=code,
-            words={kind: tuple(spec.get(kind, ())) for kind in KINDS},
-            guard=tuple(spec.get("guard", ())),
-            links=tuple(spec.get("links", ())),
-            post_links=tuple(spec.get("post_links", ())),
-            fillers=tuple(spec.get("fillers", ())),
-            owners=tuple(spec.get("owners", ())),
-            naming=tuple(spec.get("naming", ())),
-            skip=tuple(spec.get("skip", ())),
-            reverse=tuple(spec.get("reverse", ())),
-            function=frozenset(w.lower() for w in _words(spec.get("function"))),
-            common=frozenset(w.lower() for w in _words(spec.get("common"))),
-            suffixes=tuple(spec.get("suffixes", ())),
-            latin=spec.get("script") == "latin",
-            attached=bool(spec.get("attached")),
-            compound=bool(spec.get("compound")),
-        )
-        for code, spec in table.items()
-    )
+    langs = tuple(Language(code, spec) for code, spec in table.items())
     entries: dict[str, list[tuple[str, Language, bool]]] = {}
     spaced: set[str] = set()
     attached: set[str] = set()

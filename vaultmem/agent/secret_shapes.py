@@ -165,23 +165,34 @@ def _family_token(text: str, at: int, end: int, family: Family, allowed: frozens
 
 
 @lru_cache(maxsize=1)
-def _other_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
+def _other_patterns() -> tuple[tuple[Callable[[], re.Pattern[str]], str], ...]:
     """The families with a lead or a pattern, each with a literal the text must hold for
-    it to match (a lead's prefix; a pattern starts with its own literal, which `re`
-    scans for fast)."""
-    return tuple((re.compile(f.regex()), f.prefix) for f in _index()[1])
+    it to match (a lead's prefix, the literal a pattern starts with), compiled when a
+    text first holds it."""
+    return tuple((lazy_regex(f.regex()), f.prefix or _literal(f.pattern)) for f in _index()[1])
+
+
+def _literal(pattern: str) -> str:
+    """The characters a regex starts with that match only themselves (``SG.`` of
+    ``SG\\.[\\w-]{16,}``)."""
+    found = re.match(r"(?:[^\\.^$*+?{}\[\]|()]|\\[./:-])*", pattern)
+    return found.group().replace("\\", "") if found else ""
 
 
 @lru_cache(maxsize=1)
-def _detectors() -> tuple[re.Pattern[str], ...]:
-    """The regexes of detect-secrets' regex plugins: from the snapshot of them in
+def _detectors() -> tuple[tuple[tuple[str, ...], Callable[[], re.Pattern[str]]], ...]:
+    """The regexes of detect-secrets' regex plugins, each with its needles (lower-case
+    strings one of which a text must hold for it to match; none: always tried) and
+    compiled when a text first holds one: from the snapshot of them in
     ``data/detect_secrets_plugins.json`` while the installed detect-secrets is the version
     it was taken from (importing detect-secrets costs a tenth of a second, most of it
     `requests`, which only its verification needs), else from detect-secrets itself."""
     snapshot = json.loads((_DATA / _SNAPSHOT).read_text("utf-8"))
     if _installed_is(snapshot["version"]):
-        return tuple(re.compile(pattern, flags) for _, pattern, flags in snapshot["patterns"])
-    return tuple(re.compile(pattern, flags) for _, pattern, flags in detector_patterns())
+        rows = [(row[3] if len(row) > 3 else [], row[1], row[2]) for row in snapshot["patterns"]]
+    else:
+        rows = [([], pattern, flags) for _, pattern, flags in detector_patterns()]
+    return tuple((tuple(needles), lazy_regex(pattern, flags)) for needles, pattern, flags in rows)
 
 
 def _installed_is(version: str) -> bool:
@@ -217,7 +228,12 @@ def write_detector_snapshot() -> Path:
     from importlib.metadata import version
 
     path = _DATA / _SNAPSHOT
-    rows = ",\n".join(f"  {json.dumps(row, ensure_ascii=False)}" for row in detector_patterns())
+    # The needles of a pattern that did not change are kept; a new one gets none (tried
+    # on every text) until someone writes them.
+    old = json.loads(path.read_text("utf-8")) if path.exists() else {"patterns": []}
+    needles = {row[1]: row[3] for row in old["patterns"] if len(row) > 3}
+    found = [[*row, needles.get(row[1], [])] for row in detector_patterns()]
+    rows = ",\n".join(f"  {json.dumps(row, ensure_ascii=False)}" for row in found)
     head = json.dumps(version("detect-secrets"))
     path.write_text(f'{{\n "version": {head},\n "patterns": [\n{rows}\n ]\n}}\n', "utf-8")
     return path
@@ -294,9 +310,12 @@ def token_spans(text: str) -> Iterator[Span]:
 
 def _detector_spans(text: str) -> Iterator[Span]:
     windows = list(_windows(text))
-    for pattern in _detectors():
+    low = text.lower()
+    for needles, pattern in _detectors():
+        if needles and not any(needle in low for needle in needles):
+            continue
         for start, end in windows:
-            for m in pattern.finditer(text, start, end):
+            for m in pattern().finditer(text, start, end):
                 yield widen(text, _secret_part(m))
 
 
@@ -314,7 +333,7 @@ def _family_spans(text: str) -> Iterator[Span]:
             at = _next_start(text, at, end)
     for pattern, literal in _other_patterns():
         if literal in text:
-            for m in pattern.finditer(text):
+            for m in pattern().finditer(text):
                 before = text[m.start() - 1] if m.start() else ""
                 if not (before.isalnum() or before == "_"):
                     yield widen(text, m.span())
