@@ -566,6 +566,16 @@ SECRETS = {
 }
 
 
+def tool_uses(*, read: str, grep: str, url: str, edit: str) -> list[dict]:
+    """An assistant's tool calls, one of each kind whose arguments a transcript keeps."""
+    calls = [("Read", "file_path", read), ("Grep", "pattern", grep)]
+    calls += [("WebFetch", "url", url), ("Edit", "file_path", edit)]
+    return [
+        {"type": "tool_use", "id": f"t{n}", "name": name, "input": {key: value}}
+        for n, (name, key, value) in enumerate(calls, 1)
+    ]
+
+
 def _session(path: Path) -> Path:
     """A Claude Code transcript with a secret on every surface that is read."""
     s = SECRETS
@@ -575,27 +585,12 @@ def _session(path: Path) -> Path:
         f"and the cache to redis://:{s['redis']}@cache:6379/0 because the old hosts go away."
     )
     user2 = f"{s['hf']} is the token we decided to rotate; the password is {s['phrase']}."
-    tools = [
-        {
-            "type": "tool_use",
-            "id": "1",
-            "name": "Read",
-            "input": {"file_path": f"/tmp/{s['whsec']}"},
-        },
-        {"type": "tool_use", "id": "2", "name": "Grep", "input": {"pattern": f"key {s['aws']} ok"}},
-        {
-            "type": "tool_use",
-            "id": "3",
-            "name": "WebFetch",
-            "input": {"url": f"https://x.dev/?q=mysql -u root -p{s['mysql']} -h db"},
-        },
-        {
-            "type": "tool_use",
-            "id": "4",
-            "name": "Edit",
-            "input": {"file_path": f"app/{s['hf']}.py"},
-        },
-    ]
+    tools = tool_uses(
+        read=f"/tmp/{s['whsec']}",
+        grep=f"key {s['aws']} ok",
+        url=f"https://x.dev/?q=mysql -u root -p{s['mysql']} -h db",
+        edit=f"app/{s['hf']}.py",
+    )
     lines = [
         {"type": "summary", "summary": f"Rotated {s['whsec']}", "leafUuid": "u0"},
         {**base, "type": "user", "message": {"role": "user", "content": user1}},

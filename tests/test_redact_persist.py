@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 from test_hooks import SESSION, log_lines, payload, run_hook
+from test_redact import tool_uses
 
 from vaultmem.agent.redact import REDACTED
 
@@ -60,27 +61,12 @@ def _transcript(path: Path) -> Path:
         f"It turns out the AWS secret {s['aws']} was live; db.internal:5432:harbor:app:"
         f"{s['pgpass']} is the pgpass line.",
     ]
-    tools = [
-        {"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": s["grep"]}},
-        {
-            "type": "tool_use",
-            "id": "t2",
-            "name": "Read",
-            "input": {"file_path": f"/tmp/{s['docker']}"},
-        },
-        {
-            "type": "tool_use",
-            "id": "t3",
-            "name": "WebFetch",
-            "input": {"url": f"https://api.example.com/?token={s['cloudflare']}"},
-        },
-        {
-            "type": "tool_use",
-            "id": "t4",
-            "name": "Edit",
-            "input": {"file_path": f"app/{s['grep']}.py"},
-        },
-    ]
+    tools = tool_uses(
+        read=f"/tmp/{s['docker']}",
+        grep=s["grep"],
+        url=f"https://api.example.com/?token={s['cloudflare']}",
+        edit=f"app/{s['grep']}.py",
+    )
     output = {
         "type": "tool_result",
         "tool_use_id": "t1",

@@ -463,87 +463,51 @@ def pw(n=12):
     return r(n - 2, SYM) + r(1, DIG) + r(1, "!#%*")
 
 
-# ---- credential phrases in other languages
-p = pw()
-secret("i18n", f"Das Passwort für den Staging-Server ist {p}", p, lang="de")
-p = pw(14)
-secret("i18n", f"WLAN-Passwort lautet: {p}", p, lang="de")
-secret(
-    "i18n", "Das Kennwort ist „Sonnenblume42“, bitte nicht weitergeben.", "Sonnenblume42", lang="de"
-)
-k = r(32)
-secret("i18n", f"Der API-Schlüssel für Mapbox: {k}", k, lang="de")
-p = pw()
-secret("i18n", f"Le mot de passe de la base est {p}, ne le partage pas.", p, lang="fr")
-pin = r(6, DIG)
-secret("i18n", f"Mon code PIN : {pin}", pin, lang="fr")
-secret(
-    "i18n",
-    "La phrase secrète est « cheval correct pile agrafe ».",
-    "cheval correct pile agrafe",
-    lang="fr",
-)
-t = r(40, A + "_-")
-secret("i18n", f"Voici le jeton d'accès : {t}", t, lang="fr")
-p = pw()
-secret("i18n", f"La contraseña del servidor es {p}", p, lang="es")
-p = pw(10)
-secret("i18n", f"Te paso la clave: {p}", p, lang="es")
-t = r(36)
-secret("i18n", f"El token de la API es {t} y caduca mañana.", t, lang="es")
-secret("i18n", "La contraseña es «girasol» (en minúsculas).", "girasol", lang="es")
-p = pw()
-secret("i18n", f"A senha do banco é {p}", p, lang="pt")
-p = pw()
-secret("i18n", f"A minha palavra-passe é {p}", p, lang="pt")
-p = pw()
-secret("i18n", f"La password del router è {p}", p, lang="it")
-p = pw()
-secret("i18n", f"Het wachtwoord is {p}", p, lang="nl")
-p = pw()
-secret("i18n", f"Hasło do serwera to {p}", p, lang="pl")
-p = pw()
-secret("i18n", f"Sunucu şifresi: {p}", p, lang="tr")
-p = pw()
-secret("i18n", f"Kata sandi wifi-nya adalah {p}", p, lang="id")
-p = pw()
-secret("i18n", f"Mật khẩu của tài khoản admin là {p}", p, lang="vi")
-p = pw()
-secret("i18n", f"Пароль от базы: {p}", p, lang="ru")
-p = pw()
-secret("i18n", f"Мой пароль — {p}", p, lang="ru")
-t = r(32)
-secret("i18n", f"Токен доступа: {t}", t, lang="ru")
-p = pw()
-secret("i18n", f"Пароль до сервера — {p}", p, lang="uk")
-p = pw()
-secret("i18n", f"数据库密码是{p}", p, lang="zh")
-t = r(32)
-secret("i18n", f"API密钥：{t}", t, lang="zh")
-p = pw()
-secret("i18n", f"服務器的密碼為 {p}", p, lang="zh")
-p = pw()
-secret("i18n", f"パスワードは{p}です", p, lang="ja")
-t = r(32)
-secret("i18n", f"APIキー：{t}", t, lang="ja")
-pin = r(4, DIG)
-secret("i18n", f"暗証番号は{pin}です", pin, lang="ja")
-p = pw()
-secret("i18n", f"비밀번호는 {p}입니다", p, lang="ko")
-t = r(32)
-secret("i18n", f"API 키: {t}", t, lang="ko")
-p = pw()
-secret("i18n", f"मेरा पासवर्ड {p} है", p, lang="hi")
-p = pw()
-secret("i18n", f"كلمة المرور هي {p}", p, lang="ar")
-t = r(32)
-secret("i18n", f"مفتاح API الخاص بنا: {t}", t, lang="ar")
-p = pw()
-secret("i18n", f"পাসওয়ার্ড হল {p}", p, lang="bn")
-p = pw()
-secret("i18n", f"پاس ورڈ {p} ہے", p, lang="ur")
-p = pw()
-secret("i18n", f"رمز عبور: {p}", p, lang="fa")
+# ---- credential phrases in other languages: (language, the text with {} where the
+# secret goes, the secret or how to draw it), drawn in this order
+I18N = [
+    ("de", "Das Passwort für den Staging-Server ist {}", lambda: pw()),
+    ("de", "WLAN-Passwort lautet: {}", lambda: pw(14)),
+    ("de", "Das Kennwort ist „Sonnenblume42“, bitte nicht weitergeben.", "Sonnenblume42"),
+    ("de", "Der API-Schlüssel für Mapbox: {}", lambda: r(32)),
+    ("fr", "Le mot de passe de la base est {}, ne le partage pas.", lambda: pw()),
+    ("fr", "Mon code PIN : {}", lambda: r(6, DIG)),
+    ("fr", "La phrase secrète est « cheval correct pile agrafe ».", "cheval correct pile agrafe"),
+    ("fr", "Voici le jeton d'accès : {}", lambda: r(40, A + "_-")),
+    ("es", "La contraseña del servidor es {}", lambda: pw()),
+    ("es", "Te paso la clave: {}", lambda: pw(10)),
+    ("es", "El token de la API es {} y caduca mañana.", lambda: r(36)),
+    ("es", "La contraseña es «girasol» (en minúsculas).", "girasol"),
+    ("pt", "A senha do banco é {}", lambda: pw()),
+    ("pt", "A minha palavra-passe é {}", lambda: pw()),
+    ("it", "La password del router è {}", lambda: pw()),
+    ("nl", "Het wachtwoord is {}", lambda: pw()),
+    ("pl", "Hasło do serwera to {}", lambda: pw()),
+    ("tr", "Sunucu şifresi: {}", lambda: pw()),
+    ("id", "Kata sandi wifi-nya adalah {}", lambda: pw()),
+    ("vi", "Mật khẩu của tài khoản admin là {}", lambda: pw()),
+    ("ru", "Пароль от базы: {}", lambda: pw()),
+    ("ru", "Мой пароль — {}", lambda: pw()),
+    ("ru", "Токен доступа: {}", lambda: r(32)),
+    ("uk", "Пароль до сервера — {}", lambda: pw()),
+    ("zh", "数据库密码是{}", lambda: pw()),
+    ("zh", "API密钥：{}", lambda: r(32)),
+    ("zh", "服務器的密碼為 {}", lambda: pw()),
+    ("ja", "パスワードは{}です", lambda: pw()),
+    ("ja", "APIキー：{}", lambda: r(32)),
+    ("ja", "暗証番号は{}です", lambda: r(4, DIG)),
+    ("ko", "비밀번호는 {}입니다", lambda: pw()),
+    ("ko", "API 키: {}", lambda: r(32)),
+    ("hi", "मेरा पासवर्ड {} है", lambda: pw()),
+    ("ar", "كلمة المرور هي {}", lambda: pw()),
+    ("ar", "مفتاح API الخاص بنا: {}", lambda: r(32)),
+    ("bn", "পাসওয়ার্ড হল {}", lambda: pw()),
+    ("ur", "پاس ورڈ {} ہے", lambda: pw()),
+    ("fa", "رمز عبور: {}", lambda: pw()),
+]
+for lang, template, value in I18N:
+    v = value() if callable(value) else value
+    secret("i18n", template.replace("{}", v), v, lang=lang)
 
 # ---- token families the rules of issue 17 lacked (prefixes from gitleaks' rules and vendors' docs)
 t = "dckr_pat_" + r(27, A + "_-")
