@@ -562,7 +562,7 @@ def _print(r: dict) -> None:
     k = r["cost"]
     print(
         f"cost: first redaction in a fresh process {k['first_redaction_s'] * 1000:.0f} ms "
-        f"(imports detect-secrets), then {k['mb_per_s']:.2f} MB/s of prose"
+        f"(loads the rules), then {k['mb_per_s']:.2f} MB/s of prose"
     )
 
 

@@ -92,8 +92,9 @@ def phrase_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
     Passwort lautet X", "密码是X", "パスワードはXです"); ``found``: its words, when known."""
     for hit in hits(text) if found is None else found:
         kinds = [kind for kind, _ in hit.kinds if kind != "guard"]
-        if text[hit.start - 1 : hit.start] in (":", "/", ".", "=", "$", "{"):
-            continue  # part of a name or a path: arn:…:secret:…, ${TOKEN}, a.token
+        before, after = text[hit.start - 1 : hit.start], text[hit.end : hit.end + 2]
+        if before in (":", ".", "$", "{") or before == "/" and re.match(r"/|:\S", after):
+            continue  # part of a name or a path: arn:…:secret:…, ${TOKEN}, a.token, /secret/x
         if kinds:
             span = _phrase_value(text, hit, kinds)
             if span is not None:

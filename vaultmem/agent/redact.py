@@ -136,7 +136,7 @@ _QUOTED_KEY = lazy_regex(
 )
 # host:port:database:user:password, a line of ~/.pgpass
 _PGPASS = lazy_regex(
-    r"(?<!\S)(?:[\w-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):(?:[\w.-]+|\*):(?:[\w.@-]+|\*)"
+    r"(?<![\w.-])(?:[\w-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):(?:[\w.-]+|\*):(?:[\w.@-]+|\*)"
     r":(?P<v5>[^\s:]+)(?=\s|$)"
 )
 _PGPASS_PORT = re.compile(r":(?:\d{1,5}|\*):")
