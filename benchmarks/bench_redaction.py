@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -82,17 +83,25 @@ def survivors(
 ) -> list[str]:
     """The secret parts some window of which is in ``output`` but not in ``context``.
 
-    ``names``: ``output`` is file names, so compared as a slug would keep them: lower
-    case letters and digits only.
+    ``names``: ``output`` is file names (or an index's terms), so compared as a slug
+    would keep them: lower case letters and digits only. A part shorter than the window
+    (a PIN, ``hunter2``) counts only as a word of its own: ``8967`` inside a SHA-256 in a
+    note's frontmatter is no leak.
     """
-    if names:
-        secrets = [_fold(s) for s in secrets]
-        context, output = _fold(context), _fold(output)
     left = []
     for secret in secrets:
-        k = min(len(secret), WINDOW)
-        windows = {secret[i : i + k] for i in range(len(secret) - k + 1)}
-        if any(w in output and w not in context for w in windows):
+        if len(secret) < WINDOW:
+            word = re.compile(
+                r"(?<![0-9A-Za-z])" + re.escape(secret) + r"(?![0-9A-Za-z])", re.I * names
+            )
+            if word.search(output) and not word.search(context):
+                left.append(secret)
+            continue
+        part, seen, text = (
+            (_fold(secret), _fold(context), _fold(output)) if names else (secret, context, output)
+        )
+        windows = {part[i : i + WINDOW] for i in range(len(part) - WINDOW + 1)}
+        if any(w in text and w not in seen for w in windows):
             left.append(secret)
     return left
 
