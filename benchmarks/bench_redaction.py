@@ -1,15 +1,23 @@
 """Redaction: secrets that leak, and ordinary text that is changed, on a written corpus.
 
-    python benchmarks/bench_redaction.py [--json] [--quiet]
+    python benchmarks/bench_redaction.py [--heldback PATH] [--json] [--quiet]
 
-The corpus (``benchmarks/data/redaction_corpus.jsonl``, written by
-``benchmarks/data/make_redaction_corpus.py``) holds secret shapes in the
-contexts they turn up in (``.env`` files, shell commands, logs, JSON, YAML, prose), each
-with the secret parts that must not survive, and ordinary developer text that must come
-through unchanged (``token``, ``password``, ``secret`` used innocently, hashes, UUIDs,
-git SHAs, references such as ``$DB_PASSWORD`` or ``os.environ[...]``). Besides it, every
-note of ``example-vault/`` is ordinary text (example-vault ships no transcript, so its
-notes are made into sessions for the end-to-end part).
+The corpus comes in two parts, scored apart:
+
+- **tuned** (``benchmarks/data/redaction_corpus.jsonl``, written by
+  ``benchmarks/data/make_redaction_corpus.py``): the cases the redactor was tuned on;
+- **held-back** (``benchmarks/data/redaction_heldback.jsonl``, or ``--heldback PATH``):
+  cases written apart from the redactor by someone who did not see it, and scored only
+  once it was final. Absent: only the tuned part is reported.
+
+Each holds secret shapes in the contexts they turn up in (``.env`` files, shell
+commands, logs, JSON, YAML, prose in several languages, tool-call arguments and tool
+output), each with the secret parts that must not survive, and ordinary developer text
+that must come through unchanged (``token``, ``password``, ``secret`` used innocently,
+hashes, UUIDs, git SHAs, colour codes, references such as ``$DB_PASSWORD`` or
+``os.environ[...]``). Besides them, every note of ``example-vault/`` is ordinary text
+(example-vault ships no transcript, so its notes are made into sessions for the
+end-to-end part).
 
 1. **Corpus**: :func:`vaultmem.agent.redact.redact` on each text. A *leak* is a secret
    case where any 10 characters of a secret part (the whole part, if shorter) survive
@@ -27,10 +35,15 @@ notes are made into sessions for the end-to-end part).
    sections), and `handoff --project` with a secret-bearing project name. Leaks are
    counted on each surface: the notes written (text), their file names (compared as a
    slug keeps them: lower case letters and digits), the prompts the model received,
-   and what the commands printed. False redactions end to end: the example-vault
-   sessions, through the same runs, must produce no ``[REDACTED]`` anywhere.
+   what the commands printed, and every other file under the vault with its name (the
+   cache: manifest, keyword index, transcript state, logs; compared folded, as file
+   names are, since an index keeps its terms in lower case). False redactions end to
+   end: the example-vault sessions, through the same runs, must produce no
+   ``[REDACTED]`` anywhere.
 
-Exit status 1 when anything leaked or was falsely redacted.
+Exit status 1 when a target is missed: a leak in the tuned part, more than one in the
+held-back part, or more than 2% of either part's ordinary texts (and example-vault's
+notes) changed.
 """
 
 from __future__ import annotations
@@ -38,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -49,14 +63,19 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 CORPUS = REPO / "benchmarks" / "data" / "redaction_corpus.jsonl"
+HELDBACK = REPO / "benchmarks" / "data" / "redaction_heldback.jsonl"
 EXAMPLE_VAULT = REPO / "example-vault"
 WINDOW = 10
 REDACTED = "[REDACTED]"
+# Targets (issue 28): leaks in the tuned / held-back part, share of ordinary texts changed.
+MAX_LEAKS = {"tuned": 0, "held-back": 1}
+MAX_FALSE_SHARE = 0.02
+LABELS = ("lang", "shape", "where")
 
 
-def load_corpus() -> list[dict]:
-    """The corpus cases, one JSON object a line."""
-    return [json.loads(line) for line in CORPUS.read_text("utf-8").splitlines() if line.strip()]
+def load_corpus(path: Path = CORPUS) -> list[dict]:
+    """The cases of one part of the corpus, one JSON object a line."""
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
 def survivors(
@@ -64,17 +83,25 @@ def survivors(
 ) -> list[str]:
     """The secret parts some window of which is in ``output`` but not in ``context``.
 
-    ``names``: ``output`` is file names, so compared as a slug would keep them: lower
-    case letters and digits only.
+    ``names``: ``output`` is file names (or an index's terms), so compared as a slug
+    would keep them: lower case letters and digits only. A part shorter than the window
+    (a PIN, ``hunter2``) counts only as a word of its own: ``8967`` inside a SHA-256 in a
+    note's frontmatter is no leak.
     """
-    if names:
-        secrets = [_fold(s) for s in secrets]
-        context, output = _fold(context), _fold(output)
     left = []
     for secret in secrets:
-        k = min(len(secret), WINDOW)
-        windows = {secret[i : i + k] for i in range(len(secret) - k + 1)}
-        if any(w in output and w not in context for w in windows):
+        if len(secret) < WINDOW:
+            word = re.compile(
+                r"(?<![0-9A-Za-z])" + re.escape(secret) + r"(?![0-9A-Za-z])", re.I * names
+            )
+            if word.search(output) and not word.search(context):
+                left.append(secret)
+            continue
+        part, seen, text = (
+            (_fold(secret), _fold(context), _fold(output)) if names else (secret, context, output)
+        )
+        windows = {part[i : i + WINDOW] for i in range(len(part) - WINDOW + 1)}
+        if any(w in text and w not in seen for w in windows):
             left.append(secret)
     return left
 
@@ -95,21 +122,35 @@ def context_of(case: dict) -> str:
 
 
 def corpus_run(cases: list[dict], notes: list[tuple[str, str]]) -> dict:
-    """Leaks and false redactions of :func:`redact` on the corpus and the vault's notes."""
+    """Leaks and false redactions of :func:`redact` on one part and the vault's notes,
+    with the count of cases and leaks under each label (language, token family, tool)."""
     from vaultmem.agent.redact import redact
 
-    leaks, changed = [], []
+    leaks, changed, changed_notes = [], [], []
+    labels: dict[str, dict[str, list[int]]] = {name: {} for name in LABELS}
     for case in cases:
         out = redact(case["text"])
-        if case["kind"] == "secret":
-            if survivors(case["secrets"], context_of(case), out):
-                leaks.append({"family": case["family"], "output": out})
-        elif out != case["text"]:
+        leaked = case["kind"] == "secret" and bool(
+            survivors(case["secrets"], context_of(case), out)
+        )
+        if leaked:
+            leaks.append({"family": case["family"], "output": out})
+        elif case["kind"] == "ordinary" and out != case["text"]:
             changed.append({"text": case["text"], "output": out})
+        for name in LABELS:
+            if case.get(name):
+                seen = labels[name].setdefault(f"{case['kind']}:{case[name]}", [0, 0])
+                seen[0] += 1
+                seen[1] += leaked or (case["kind"] == "ordinary" and out != case["text"])
     for name, text in notes:
         if redact(text) != text:
-            changed.append({"note": name})
-    return {"leaks": leaks, "false_redactions": changed}
+            changed_notes.append(name)
+    return {
+        "leaks": leaks,
+        "false_redactions": changed,
+        "example_vault_notes_changed": changed_notes,
+        "labels": labels,
+    }
 
 
 # --------------------------------------------------------------------------- end to end
@@ -281,7 +322,24 @@ def end_to_end(texts: list[str], secret_args: list[str], project: str, work: Pat
             for name in ("VAULTMEM_LLM_URL", "VAULTMEM_LLM_MODEL", "VAULTMEM_LLM_MAX_RETRIES"):
                 os.environ.pop(name, None)
         prompts = [json.dumps(r.body, ensure_ascii=False) for r in server.requests]
-    return {"notes": _written(vault, before), "prompts": prompts, "printed": runs.printed}
+    return {
+        "notes": _written(vault, before),
+        "prompts": prompts,
+        "printed": runs.printed,
+        "cache": _cache_text(vault),
+    }
+
+
+def _cache_text(vault: Path) -> str:
+    """Every file under the vault that is not a note (the cache: manifest, keyword index,
+    transcript state, logs), read as bytes, with its name: what a secret could reach
+    besides the notes."""
+    parts = []
+    for p in sorted(vault.rglob("*")):
+        parts.append(p.relative_to(vault).as_posix())
+        if p.is_file() and p.suffix != ".md":
+            parts.append(p.read_bytes().decode("latin-1"))
+    return "\n".join(parts)
 
 
 def e2e_secrets(cases: list[dict], work: Path) -> dict:
@@ -290,19 +348,22 @@ def e2e_secrets(cases: list[dict], work: Path) -> dict:
     texts = [c["text"] for c in secret_cases]
     # The case as a tool's arguments too: a path, a search pattern, a URL's query.
     args = texts
-    project = "harbor " + next(c for c in secret_cases if c["family"] == "tokens")["secrets"][0]
+    tokens = [c for c in secret_cases if c["family"] == "tokens"] or secret_cases
+    project = "harbor " + tokens[0]["secrets"][0]
     got = end_to_end(texts, args, project, work)
     surfaces = {
         "notes": "\n".join(got["notes"].values()),
         "file names": "\n".join(got["notes"]),
         "prompts": "\n".join(got["prompts"]),
         "printed": "\n".join(got["printed"]),
+        "cache": got["cache"],
     }
     context = "\n".join(context_of(c) for c in secret_cases)
     leaks: dict[str, list[str]] = {name: [] for name in surfaces}
     for case in secret_cases:
         for name, text in surfaces.items():
-            if survivors(case["secrets"], context, text, names=name == "file names"):
+            folded = name in ("file names", "cache")  # slugs; index terms in lower case
+            if survivors(case["secrets"], context, text, names=folded):
                 leaks[name].append(case["family"])
     if survivors([project.split()[1]], context, surfaces["file names"], names=True):
         leaks["file names"].append("project name")
@@ -357,12 +418,53 @@ def cost(notes: list[tuple[str, str]]) -> dict:
     return {"first_redaction_s": float(load.stdout), "mb_per_s": 1.0 / seconds}
 
 
+def part_report(
+    cases: list[dict], notes: list[tuple[str, str]], work: Path | None, *, name: str
+) -> dict:
+    """Every number of one part of the corpus: the corpus run and (``work`` given) the
+    end-to-end runs."""
+    corpus = corpus_run(cases, notes)
+    secret_cases = sum(c["kind"] == "secret" for c in cases)
+    ordinary = sum(c["kind"] == "ordinary" for c in cases)
+    e2e: dict = {"sessions": 0, "notes_written": 0, "prompts": 0, "leaks": {}}
+    if work is not None:
+        work.mkdir()
+        e2e = e2e_secrets(cases, work)
+    leaks = len(corpus["leaks"]) + sum(len(v) for v in e2e["leaks"].values())
+    false = len(corpus["false_redactions"])
+    share = max(
+        false / max(ordinary, 1),
+        len(corpus["example_vault_notes_changed"]) / max(len(notes), 1),
+    )
+    return {
+        "secret_cases": secret_cases,
+        "families": sorted({c["family"] for c in cases if c["kind"] == "secret"}),
+        "ordinary_texts": ordinary,
+        "example_vault_notes": len(notes),
+        "corpus": corpus,
+        "end_to_end_secrets": e2e,
+        "met": leaks <= MAX_LEAKS[name] and share <= MAX_FALSE_SHARE,
+    }
+
+
 def main() -> int:
     """Run every part; print the numbers (``--json``: one object)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no per-case lines")
+    parser.add_argument(
+        "--corpus-only",
+        action="store_true",
+        help="only redact() on the corpus: no end-to-end runs, no cost (seconds, not minutes)",
+    )
+    parser.add_argument(
+        "--heldback",
+        type=Path,
+        default=None,
+        help=f"the held-back part (default: {HELDBACK.relative_to(REPO)} when it exists)",
+    )
     args = parser.parse_args()
+    heldback = args.heldback or (HELDBACK if HELDBACK.exists() else None)
     os.environ["VAULTMEM_EMBEDDER"] = "none"
     home = Path(tempfile.mkdtemp(prefix="bench-redaction-home-"))
     os.environ["HOME"] = str(home)
@@ -371,66 +473,91 @@ def main() -> int:
         if name.startswith("VAULTMEM_") and name != "VAULTMEM_EMBEDDER":
             os.environ.pop(name)
 
-    cases = load_corpus()
     notes = [
         (p.relative_to(EXAMPLE_VAULT).as_posix(), p.read_text("utf-8"))
         for p in sorted(EXAMPLE_VAULT.rglob("*.md"))
     ]
+    parts = {"tuned": load_corpus(CORPUS)}
+    if heldback is not None:
+        parts["held-back"] = load_corpus(heldback)
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "s").mkdir()
-        (Path(tmp) / "o").mkdir()
-        report = {
-            "secret_cases": sum(c["kind"] == "secret" for c in cases),
-            "families": sorted({c["family"] for c in cases if c["kind"] == "secret"}),
-            "ordinary_texts": sum(c["kind"] == "ordinary" for c in cases),
-            "example_vault_notes": len(notes),
-            "corpus": corpus_run(cases, notes),
-            "end_to_end_secrets": e2e_secrets(cases, Path(tmp) / "s"),
-            "end_to_end_example_vault": e2e_ordinary(notes, Path(tmp) / "o"),
-            "cost": cost(notes),
+        report: dict = {
+            "parts": {
+                name: part_report(
+                    cases,
+                    notes if name == "tuned" else [],
+                    None if args.corpus_only else Path(tmp) / name,
+                    name=name,
+                )
+                for name, cases in parts.items()
+            }
         }
+        if not args.corpus_only:
+            (Path(tmp) / "o").mkdir()
+            report["end_to_end_example_vault"] = e2e_ordinary(notes, Path(tmp) / "o")
+            report["cost"] = cost(notes)
     shutil.rmtree(home, ignore_errors=True)
-    leaks = len(report["corpus"]["leaks"]) + sum(
-        len(v) for v in report["end_to_end_secrets"]["leaks"].values()
-    )
-    marked = report["end_to_end_example_vault"]["redacted"]
-    false = (
-        len(report["corpus"]["false_redactions"])
-        + len(marked["notes"])
-        + len(marked["file names"])
-        + marked["prompts"]
+    marked = report.get("end_to_end_example_vault", {}).get("redacted")
+    false_e2e = (
+        len(marked["notes"]) + len(marked["file names"]) + marked["prompts"] if marked else 0
     )
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
-        _print(report, quiet=args.quiet)
-    return 1 if leaks or false else 0
+        for name, part in report["parts"].items():
+            _print_part(name, part, quiet=args.quiet)
+        if marked:
+            _print(report)
+    met = all(part["met"] for part in report["parts"].values())
+    return 0 if met and not false_e2e else 1
 
 
-def _print(r: dict, *, quiet: bool) -> None:
+def _print_part(name: str, r: dict, *, quiet: bool) -> None:
     c = r["corpus"]
     print(
-        f"corpus: {r['secret_cases']} secret cases ({len(r['families'])} families: "
-        f"{', '.join(r['families'])}), {r['ordinary_texts']} ordinary texts, "
-        f"{r['example_vault_notes']} example-vault notes"
+        f"{name} corpus: {r['secret_cases']} secret cases ({len(r['families'])} families: "
+        f"{', '.join(r['families'])}), {r['ordinary_texts']} ordinary texts"
+        + (f", {r['example_vault_notes']} example-vault notes" if r["example_vault_notes"] else "")
     )
     print(f"  leaks: {len(c['leaks'])} of {r['secret_cases']}")
+    share = len(c["false_redactions"]) / max(r["ordinary_texts"], 1)
     print(
-        f"  false redactions: {len(c['false_redactions'])} of "
-        f"{r['ordinary_texts'] + r['example_vault_notes']}"
+        f"  false redactions: {len(c['false_redactions'])} of {r['ordinary_texts']} "
+        f"ordinary texts ({share:.1%})"
+        + (
+            f", {len(c['example_vault_notes_changed'])} of {r['example_vault_notes']} "
+            "example-vault notes"
+            if r["example_vault_notes"]
+            else ""
+        )
     )
+    for label, seen in c["labels"].items():
+        if seen:
+            kinds = sorted({k.split(":", 1)[1] for k in seen})
+            bad = sum(v[1] for v in seen.values())
+            print(
+                f"  by {label}: {len(kinds)} values, {sum(v[0] for v in seen.values())} "
+                f"cases, {bad} leaked or changed"
+                + (f" {[k for k, v in seen.items() if v[1]]}" if bad else "")
+            )
     if not quiet:
         for leak in c["leaks"]:
             print(f"    LEAK [{leak['family']}] {leak['output'][:160]!r}")
         for false in c["false_redactions"]:
             print(f"    CHANGED {json.dumps(false, ensure_ascii=False)[:200]}")
+        for note in c["example_vault_notes_changed"]:
+            print(f"    CHANGED note {note}")
     e = r["end_to_end_secrets"]
     print(
-        f"end to end, secrets: {e['sessions']} sessions, {e['notes_written']} notes written, "
+        f"  end to end: {e['sessions']} sessions, {e['notes_written']} notes written, "
         f"{e['prompts']} prompts"
     )
     for surface, families in e["leaks"].items():
-        print(f"  leaks in {surface}: {len(families)}" + (f" {families}" if families else ""))
+        print(f"    leaks in {surface}: {len(families)}" + (f" {families}" if families else ""))
+    print(f"  targets met: {'yes' if r['met'] else 'NO'}")
+
+
+def _print(r: dict) -> None:
     o = r["end_to_end_example_vault"]
     m = o["redacted"]
     print(
@@ -444,7 +571,7 @@ def _print(r: dict, *, quiet: bool) -> None:
     k = r["cost"]
     print(
         f"cost: first redaction in a fresh process {k['first_redaction_s'] * 1000:.0f} ms "
-        f"(imports detect-secrets), then {k['mb_per_s']:.2f} MB/s of prose"
+        f"(loads the rules), then {k['mb_per_s']:.2f} MB/s of prose"
     )
 
 

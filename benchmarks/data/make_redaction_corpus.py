@@ -7,8 +7,13 @@ Each case is written here by hand (the context a secret turns up in: an .env fil
 shell command, a log line, JSON, YAML, prose); only the secret characters themselves are
 drawn from a seeded generator, so the file comes out the same every time. Secret cases
 list the parts that must not survive redaction; ordinary cases must come through as
-they are. Cases are only ever added at the end of their section, so earlier ones keep
-their values.
+they are. Cases are only ever appended (a new block at the end of the file, after
+everything drawn before), so earlier ones keep their values.
+
+Optional labels: ``lang`` (the language of a non-English case, ISO 639-1), ``shape``
+(the token family of a ``tokens`` case), ``where`` (``tool_input``: the text is a tool
+call's argument, such as a Grep pattern or a Bash command; ``tool_output``: what a tool
+printed; absent: something a person or the agent wrote).
 """
 
 import base64
@@ -39,14 +44,16 @@ def b64(n):
 cases = []
 
 
-def secret(family, text, *secrets):
+def secret(family, text, *secrets, **about):
+    """A secret case; ``about``: optional labels (``lang``, ``shape``, ``where``)."""
     for s in secrets:
         assert s in text, (family, s)
-    cases.append({"kind": "secret", "family": family, "text": text, "secrets": list(secrets)})
+    case = {"kind": "secret", "family": family, "text": text, "secrets": list(secrets)}
+    cases.append({**case, **about})
 
 
-def ordinary(family, text):
-    cases.append({"kind": "ordinary", "family": family, "text": text})
+def ordinary(family, text, **about):
+    cases.append({"kind": "ordinary", "family": family, "text": text, **about})
 
 
 # ---- credentials in URLs
@@ -442,6 +449,367 @@ for t in [
     "session.auth = HTTPBasicAuth(user, password)",
 ]:
     ordinary("chatter", t)
+
+# ================ issue 28: other languages, more token families, tool calls, more look-alikes
+# (appended: everything above keeps its values)
+SYM = A + "!#%^*+-"
+DIG = string.digits
+UPD = string.ascii_uppercase + string.digits
+LOD = string.ascii_lowercase + string.digits
+
+
+def pw(n=12):
+    # a generated password: letters, digits and a symbol or two, never only letters
+    return r(n - 2, SYM) + r(1, DIG) + r(1, "!#%*")
+
+
+# ---- credential phrases in other languages: (language, the text with {} where the
+# secret goes, the secret or how to draw it), drawn in this order
+I18N = [
+    ("de", "Das Passwort für den Staging-Server ist {}", lambda: pw()),
+    ("de", "WLAN-Passwort lautet: {}", lambda: pw(14)),
+    ("de", "Das Kennwort ist „Sonnenblume42“, bitte nicht weitergeben.", "Sonnenblume42"),
+    ("de", "Der API-Schlüssel für Mapbox: {}", lambda: r(32)),
+    ("fr", "Le mot de passe de la base est {}, ne le partage pas.", lambda: pw()),
+    ("fr", "Mon code PIN : {}", lambda: r(6, DIG)),
+    ("fr", "La phrase secrète est « cheval correct pile agrafe ».", "cheval correct pile agrafe"),
+    ("fr", "Voici le jeton d'accès : {}", lambda: r(40, A + "_-")),
+    ("es", "La contraseña del servidor es {}", lambda: pw()),
+    ("es", "Te paso la clave: {}", lambda: pw(10)),
+    ("es", "El token de la API es {} y caduca mañana.", lambda: r(36)),
+    ("es", "La contraseña es «girasol» (en minúsculas).", "girasol"),
+    ("pt", "A senha do banco é {}", lambda: pw()),
+    ("pt", "A minha palavra-passe é {}", lambda: pw()),
+    ("it", "La password del router è {}", lambda: pw()),
+    ("nl", "Het wachtwoord is {}", lambda: pw()),
+    ("pl", "Hasło do serwera to {}", lambda: pw()),
+    ("tr", "Sunucu şifresi: {}", lambda: pw()),
+    ("id", "Kata sandi wifi-nya adalah {}", lambda: pw()),
+    ("vi", "Mật khẩu của tài khoản admin là {}", lambda: pw()),
+    ("ru", "Пароль от базы: {}", lambda: pw()),
+    ("ru", "Мой пароль — {}", lambda: pw()),
+    ("ru", "Токен доступа: {}", lambda: r(32)),
+    ("uk", "Пароль до сервера — {}", lambda: pw()),
+    ("zh", "数据库密码是{}", lambda: pw()),
+    ("zh", "API密钥：{}", lambda: r(32)),
+    ("zh", "服務器的密碼為 {}", lambda: pw()),
+    ("ja", "パスワードは{}です", lambda: pw()),
+    ("ja", "APIキー：{}", lambda: r(32)),
+    ("ja", "暗証番号は{}です", lambda: r(4, DIG)),
+    ("ko", "비밀번호는 {}입니다", lambda: pw()),
+    ("ko", "API 키: {}", lambda: r(32)),
+    ("hi", "मेरा पासवर्ड {} है", lambda: pw()),
+    ("ar", "كلمة المرور هي {}", lambda: pw()),
+    ("ar", "مفتاح API الخاص بنا: {}", lambda: r(32)),
+    ("bn", "পাসওয়ার্ড হল {}", lambda: pw()),
+    ("ur", "پاس ورڈ {} ہے", lambda: pw()),
+    ("fa", "رمز عبور: {}", lambda: pw()),
+]
+for lang, template, value in I18N:
+    v = value() if callable(value) else value
+    secret("i18n", template.replace("{}", v), v, lang=lang)
+
+# ---- token families the rules of issue 17 lacked (prefixes from gitleaks' rules and vendors' docs)
+t = "dckr_pat_" + r(27, A + "_-")
+secret("tokens", f"The Docker Hub token {t} is for CI pulls only.", t, shape="docker-pat")
+payload = (
+    base64.b64encode(
+        json.dumps(
+            {
+                "iat": 1796000000.1,
+                "url": "https://sentry.io",
+                "region_url": "https://us.sentry.io",
+                "org": "harbor",
+            }
+        ).encode()
+    )
+    .decode()
+    .rstrip("=")
+)
+t = f"sntrys_{payload}_{r(43, A + '+/')}"
+secret("tokens", f"sentry-cli uploads the source maps with {t}", t, shape="sentry-org")
+t = "sntryu_" + hexs(64)
+secret("tokens", f"Sentry answered 401 for {t}, rotate it.", t, shape="sentry-user")
+t = "NRAK-" + r(27, UPD)
+secret("tokens", f"The New Relic user key {t} goes in the agent config.", t, shape="newrelic-user")
+t = "NRII-" + r(32, A + "-")
+secret("tokens", f"newrelic-infra.yml: license_key {t}", t, shape="newrelic-insert")
+t = "s." + r(24)
+secret("tokens", f"vault login {t}", t, shape="vault-legacy")
+t = "hvb." + r(140, A + "_-")
+secret("tokens", f"The batch token {t} lasts an hour.", t, shape="vault-batch")
+t = r(40, A + "_-")
+secret("tokens", f"Cloudflare: {t} (zone:edit on harbor.dev)", t, shape="cloudflare")
+t = hexs(37)
+secret(
+    "tokens",
+    f'curl -H "X-Auth-Key: {t}" -H "X-Auth-Email: ops@harbor.dev" https://api.cloudflare.com/client/v4/zones',
+    t,
+    shape="cloudflare-global",
+)
+t = f"v1.0-{hexs(24)}-{hexs(146)}"
+secret("tokens", f"origin CA key {t}", t[5:40], t[-40:], shape="cloudflare-origin-ca")
+t = "ops_eyJ" + r(260, A + "+/")
+secret("tokens", f"op read works once {t} is exported", t, shape="1password-service")
+t = f"A3-{r(6, UPD)}-{r(11, UPD)}-{r(5, UPD)}-{r(5, UPD)}-{r(5, UPD)}"
+secret("tokens", f"Emergency kit, secret key {t}", t, shape="1password-secret-key")
+t = "LTAI" + r(20, LOD)
+secret("tokens", f"aliyun configure --access-key-id {t} --region cn-hangzhou", t, shape="alibaba")
+t = f"dt0c01.{r(24, UPD)}.{r(64, UPD)}"
+secret("tokens", f"Dynatrace said: invalid token {t}", t, shape="dynatrace")
+t = "EZAK" + r(54, LOD)
+secret("tokens", f"easypost.api_key = {t}", t, shape="easypost")
+t = "fo1_" + r(43, A + "_-")
+secret("tokens", f"flyctl deploy worked after I pasted {t}", t, shape="flyio")
+t = "glrt-" + r(20, A + "_-")
+secret(
+    "tokens",
+    f"gitlab-runner register --url https://gitlab.harbor.dev --token {t}",
+    t,
+    shape="gitlab-runner",
+)
+t = "glptt-" + hexs(40)
+secret("tokens", f"the pipeline trigger {t} starts the nightly job", t, shape="gitlab-trigger")
+t = "pscale_tkn_" + r(43, A + "_")
+secret("tokens", f"pscale auth login uses {t}", t, shape="planetscale")
+t = "pnu_" + r(36)
+secret("tokens", f"prefect cloud login -k {t}", t, shape="prefect")
+t = "pul-" + hexs(40)
+secret("tokens", f"pulumi login with {t} failed: expired", t, shape="pulumi")
+t = "rubygems_" + hexs(48)
+secret("tokens", f"gem push needs {t} in ~/.gem/credentials", t, shape="rubygems")
+t = f"xkeysib-{hexs(64)}-{r(16)}"
+secret("tokens", f"Brevo: {t}", t, shape="brevo")
+t = "ntn_" + r(11, DIG) + r(35)
+secret("tokens", f"the Notion integration uses {t}", t, shape="notion")
+t = "sbp_" + hexs(40)
+secret("tokens", f"supabase login --token {t}", t, shape="supabase")
+t = f"lsv2_pt_{hexs(32)}_{hexs(10)}"
+secret("tokens", f"LangSmith tracing works with {t}", t, shape="langsmith")
+t = "xai-" + r(80)
+secret("tokens", f"The Grok client takes {t} as its key.", t, shape="xai")
+t = "figd_" + r(40, A + "_-")
+secret("tokens", f"Figma personal access token: {t}", t, shape="figma")
+t = "HRKU-AA" + r(58, A + "_-")
+secret("tokens", f"heroku authorizations:create printed {t}", t, shape="heroku-v2")
+t = f"CCIPAT_{r(22)}_{hexs(40)}"
+secret("tokens", f"CircleCI API calls use {t}", t, shape="circleci")
+t = "bkua_" + hexs(40)
+secret("tokens", f"buildkite-agent start --token {t}", t, shape="buildkite")
+t = "ATBB" + r(32)
+secret("tokens", f"Bitbucket app password {t} for the deploy user", t, shape="bitbucket")
+t = "sha256~" + r(43, A + "_-")
+secret(
+    "tokens", f"oc login --token={t} --server=https://api.ocp.harbor.dev:6443", t, shape="openshift"
+)
+t = "API-" + r(26, UPD)
+secret("tokens", f"Octopus deploy key {t}", t, shape="octopus")
+t = "CLOJARS_" + r(60, LOD)
+secret("tokens", f"lein deploy clojars with {t}", t, shape="clojars")
+t = "AKCp" + r(69)
+secret("tokens", f"jfrog rt ping --apikey {t}", t, shape="artifactory")
+t = f"{r(14, LOD)}.atlasv1.{r(67, A + '_-')}"
+secret("tokens", f'credentials "app.terraform.io" {{ token = "{t}" }}', t, shape="terraform-cloud")
+t = "api_org_" + r(34, string.ascii_letters)
+secret("tokens", f"the HF org token {t} can write models", t, shape="huggingface-org")
+t = "ico-" + r(32)
+secret("tokens", f"infracost configure set api_key {t}", t, shape="infracost")
+t = "EAAC" + r(120)
+secret("tokens", f"the Graph API answered for {t}", t, shape="facebook-page")
+t = f"xoxe-1-{r(146, UPD)}"
+secret("tokens", f"Slack config refresh {t}", t, shape="slack-config")
+
+# ---- secrets in tool calls and tool output
+t = r(32)
+secret("tool", t, t, where="tool_input")
+t = r(40, A + "+/")
+secret("tool", f"(?:{t}|Bearer)", t, where="tool_input")
+k = r(32)
+secret(
+    "tool",
+    json.dumps({"command": f"curl -s -H 'X-Api-Key: {k}' https://api.harbor.dev/v1/health"}),
+    k,
+    where="tool_input",
+)
+k = r(28)
+secret("tool", f"https://api.harbor.dev/v1/export?api_key={k}&format=csv", k, where="tool_input")
+p = pw()
+secret(
+    "tool",
+    json.dumps(
+        {"command": f"kubectl create secret generic harbor-api --from-literal=password={p}"}
+    ),
+    p,
+    where="tool_input",
+)
+p, t = pw(16), r(40)
+secret(
+    "tool",
+    f"HARBOR_ENV=staging\nHARBOR_DB_PASS={p}\nHARBOR_API_TOKEN={t}\nHARBOR_LOG_LEVEL=info",
+    p,
+    t,
+    where="tool_output",
+)
+p, p2 = pw(14), pw(14)
+secret("tool", f"db.internal:5432:harbor:app:{p}\n*:*:*:replica:{p2}", p, p2, where="tool_output")
+t = f"{hexs(8)}-{hexs(4)}-4{hexs(3)}-a{hexs(3)}-{hexs(12)}"
+secret("tool", f"$ heroku auth:token\n{t}", t, where="tool_output")
+t = "s." + r(24)
+secret(
+    "tool",
+    f"Key                  Value\n---                  -----\ntoken                {t}\ntoken_duration       768h\ntoken_renewable      true",
+    t,
+    where="tool_output",
+)
+p = pw(20)
+secret(
+    "tool",
+    json.dumps({"db_password": {"sensitive": True, "type": "string", "value": p}}, indent=2),
+    p,
+    where="tool_output",
+)
+k = hexs(128)
+secret("tool", f"# rails credentials:show\nsecret_key_base: {k}\n", k, where="tool_output")
+a = base64.b64encode(f"deploy:{pw(14)}".encode()).decode()
+secret(
+    "tool",
+    json.dumps({"auths": {"registry.harbor.dev": {"auth": a}}}, indent=2),
+    a,
+    where="tool_output",
+)
+k = r(40, A + "+/")
+secret(
+    "tool",
+    f'{{"Credentials": {{"AccessKeyId": "ASIA{r(16, UPD)}", "SecretAccessKey": "{k}", "Expiration": "2026-12-01T00:00:00Z"}}}}',
+    k,
+    where="tool_output",
+)
+
+# ---- CLI forms: quotes, chains, other commands
+p = r(6, A) + " &" + r(5, A) + "1"
+secret("cli", f'sshpass -p "{p}" ssh deploy@web1', p)
+p = r(6, A) + "&" + r(5, A) + "2"
+secret("cli", f"sshpass -p {p} ssh deploy@web1 uptime", p)
+p = pw()
+secret("cli", f"cd /opt/harbor && mysql -uroot -p{p} -e 'show databases'", p)
+p = pw()
+secret("cli", f"make migrate; PGPASSWORD='{p}' psql -h db -U app", p)
+p = pw()
+secret("cli", f"htpasswd -b -c /etc/nginx/.htpasswd admin {p}", p)
+p = pw()
+secret("cli", f"rabbitmqctl change_password harbor {p}", p)
+p = pw()
+secret("cli", f"mosquitto_pub -h mqtt -u sensor -P {p} -t temp -m 21", p)
+p = pw()
+secret("cli", f"echo '{p}' | docker login -u deploy --password-stdin registry.harbor.dev", p)
+p = "tangerine otter " + r(2, DIG)
+secret("cli", f"ssh-keygen -t ed25519 -N '{p}' -f deploy_key", p)
+p = pw()
+secret("cli", f"gpg --batch --passphrase '{p}' -d secrets.gpg", p)
+p = pw()
+secret("cli", f"openssl enc -aes-256-cbc -k {p} -in a.tar -out a.tar.enc", p)
+p = pw()
+secret("cli", f"mysql --user=root --password='{p}' harbor", p)
+p = r(5, A) + "&" + r(5, A) + "9"
+secret("cli", f"curl -u 'admin:{p}' https://jenkins.internal/api/json", p)
+p = pw()
+secret("cli", f"git push https://ci-bot:{p}@git.harbor.dev/harbor/api.git HEAD:main", p)
+# ---- English phrases the rules missed
+pin = r(4, DIG)
+secret("phrase", f"Here's the door PIN: {pin}", pin)
+t = r(32)
+secret("phrase", f"{t} is the API key for the staging project", t)
+p = pw()
+secret("phrase", f"creds: admin / {p}", p)
+p = pw()
+secret("phrase", f"login admin, pass {p}", p)
+secret("phrase", "the passphrase for the deploy key is 'tangerine otter 42'", "tangerine otter 42")
+t = r(40)
+secret("phrase", f"Use this token -> {t}", t)
+
+# ---- ordinary look-alikes
+for lang, t in [
+    ("en", "the Kubernetes secret is named harbor-db-credentials"),
+    ("de", "Das Passwort ist abgelaufen, bitte ein neues setzen."),
+    ("de", "Das Passwort muss mindestens 12 Zeichen haben."),
+    ("de", "Token: siehe 1Password-Eintrag „Harbor CI“."),
+    ("de", "Der Schlüssel zum Erfolg ist Geduld."),
+    ("de", "Das Secret heißt harbor-tls und liegt im Namespace prod."),
+    ("fr", "Le mot de passe est trop court : 12 caractères minimum."),
+    ("fr", "Le secret est de regrouper les écritures."),
+    ("fr", "Le secret Kubernetes s'appelle harbor-db-credentials."),
+    ("fr", "Le jeton expire au bout de 15 minutes."),
+    ("es", "La contraseña es incorrecta, inténtalo de nuevo."),
+    ("es", "La clave es usar caché para las lecturas."),
+    ("es", "El secreto se llama harbor-db-credentials."),
+    ("es", "Token: ver el gestor de contraseñas."),
+    ("pt", "A senha expirou ontem; o token também."),
+    ("pt", "A chave é manter o cache quente."),
+    ("ru", "Пароль неверный, попробуйте ещё раз."),
+    ("ru", "Секрет называется harbor-db-credentials."),
+    ("ru", "Токен хранится в Vault."),
+    ("zh", "密码错误，请重试。"),
+    ("zh", "令牌桶算法限制每个客户端的请求速率。"),
+    ("zh", "令牌有效期为3600秒。"),
+    ("zh", "密钥存放在 Vault 的 kv/harbor/db 路径下。"),
+    ("ja", "パスワードを忘れた場合は管理者に連絡してください。"),
+    ("ja", "トークン数は4096までです。"),
+    ("ja", "パスワードは12文字以上にしてください。"),
+    ("ja", "APIキーは環境変数 HARBOR_API_KEY から読み込みます。"),
+    ("ko", "비밀번호가 틀렸습니다."),
+    ("ko", "비밀번호는 최소 12자 이상이어야 합니다."),
+    ("tr", "Şifre en az 12 karakter olmalı."),
+    ("vi", "Mật khẩu phải có ít nhất 12 ký tự."),
+    ("id", "Kata sandi harus diganti setiap 90 hari."),
+    ("hi", "पासवर्ड गलत है, फिर से कोशिश करें।"),
+    ("hi", "पासवर्ड बदलने के लिए Settings में जाएँ।"),
+    ("ar", "كلمة المرور غير صحيحة"),
+]:
+    ordinary("chatter", t, **({} if lang == "en" else {"lang": lang}))
+
+for t in [
+    "Fixed in 3f9a2c1d7e8b4a6f0c5d2e1b9a8c7d6e5f4a3b2c (the token refresh bug).",
+    "the token fix is in commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+    "The trace id 0af7651916cd43dd8448eb211c80319c belongs to the failing token request.",
+    "the token request trace 0af7651916cd43dd8448eb211c80319c timed out",
+    "The PIN field accepts 4 to 8 digits; the default PIN length is 6.",
+    "pin the version to 4.2.1 and unpin it after the release",
+    "Token IDs: [101, 7592, 2088, 102]; token 50256 is <|endoftext|>.",
+    "Colour tokens: --brand: #1e90ff; --accent: #FF6F61; --muted: #6c757d.",
+    "Color palette: primary #0B5FFF, secondary #12B886, danger #E03131.",
+    "ISBN 978-0-596-52068-7 is the regex book; the API key chapter is chapter 4.",
+    "Secret Manager path: projects/harbor-prod/secrets/db-password/versions/3",
+    "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/harbor/db-password-Ab12Cd",
+    "vault kv get -field=password secret/harbor/db",
+    "GITHUB_TOKEN is provided by Actions; use ${{ secrets.GITHUB_TOKEN }} in the workflow.",
+    "Set DB_PASSWORD_FILE=/run/secrets/db_password instead of DB_PASSWORD.",
+    "my public key is ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq7xT1v0Jm3bK9dWcR5sLp2YzN8gUe4fAo6iBhQk1Xr dev@laptop",
+    "github.com/stretchr/testify v1.9.0 h1:HtqpIVDClZ4nwg75+xmh4OjkYgiKdX+wTAb2GfT1SnU=",
+    "Fingerprint of the host key: SHA256:uL2Hs8xX3o0Vq9y5Z2bKp1dWm4tYc7nR6eJf0gAiBk",
+    "The key ID of the signing key is 3AA5C34371567BD2 (gpg --list-keys).",
+    "docker pull harbor/api@sha256:9b2d5c0e3f1a4c8eb7d62a4f8e1c0b939b2d5c0e3f1a4c8eb7d62a4f8e1c0b93",
+    "The token endpoint is https://auth.harbor.dev/oauth/token and the JWKS is at /.well-known/jwks.json.",
+    "In YAML, `password: !vault |` marks an Ansible vault-encrypted value.",
+    "Keycloak realm `harbor`, client id `harbor-web`; the client secret lives in Vault.",
+    "password_reset_token_ttl = 3600",
+    "the k8s Secret `harbor-api-token` was recreated at 14:02",
+    "API key header name: X-API-Key (case-insensitive).",
+    'token="$(gh auth token)" && export GH_TOKEN=$(op read op://Private/GitHub/token)',
+    "token_type: bearer\nexpires_in: 3600\nscope: read:packages",
+    "The secret sauce: cache the embeddings per fragment hash (sha1 a94a8fe5ccb19ba61c4c0873d391e987982fbbd3).",
+    "Password policy: min 12 chars, 1 digit, 1 symbol (e.g. !@#$).",
+    "kubectl get secret harbor-db-credentials -o jsonpath='{.data.password}' | base64 -d",
+    "Our API key rotation runbook is at docs/runbooks/api-keys.md",
+    "//registry.npmjs.org/:_authToken=(protected)",
+    "The password was reset by ana.souza@harbor.dev at 09:14 UTC.",
+    "session 4f1c2a7e-9b3d-4e8a-a1f0-6c2d9e7b5a31: token refresh ok, 212 ms",
+    "AUTH_TOKEN_HEADER = 'X-Harbor-Token'\nSECRET_NAME = 'harbor-db-credentials'",
+    "We store only the SHA-256 of each API key: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8.",
+    "The build token budget is 8k; run 7f3e9a1c2b4d took 41 s.",
+    "Use the PASSWORD_HASHERS setting; Argon2PasswordHasher comes first.",
+    "max_tokens: 1024\ntemperature: 0.2\nsecret_scanning: enabled",
+]:
+    ordinary("identifiers", t)
 
 with (Path(__file__).parent / "redaction_corpus.jsonl").open("w") as fh:
     for c in cases:

@@ -215,15 +215,18 @@ def server_running(cache_dir: Path) -> bool:
         return False
 
 
-def start_job(commands: list[list[str]], job_log: Path) -> int:
+def start_job(commands: list[list[str]], job_log: Path, python: str) -> int:
     """Start ``commands`` one after another in a detached process and return its pid.
 
     The job gets its own session (Claude Code ending, or killing the hook's process
     group at its timeout, does not end it), no stdin, and the job log for its output;
     nobody waits for it, so the hook returns at once. ``;`` between the commands:
-    a handoff is still worth writing when extraction failed.
+    a handoff is still worth writing when extraction failed. Their output reaches the
+    log through ``python -m vaultmem.agent.redact`` (``python``: the interpreter), so
+    no line a command prints, an error message or a traceback, can put a secret there.
     """
-    script = "; ".join(shlex.join(command) for command in commands)
+    jobs = "; ".join(shlex.join(command) for command in commands)
+    script = f"{{ {jobs}; }} 2>&1 | {shlex.join([python, '-m', 'vaultmem.agent.redact'])}"
     make_cache(job_log.parent)
     fd = os.open(job_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "ab") as log:
@@ -239,8 +242,11 @@ def start_job(commands: list[list[str]], job_log: Path) -> int:
 
 
 def log_line(log: Path, when: datetime, event: str, message: str) -> None:
-    """Append one line to the hook log (the message's newlines flattened)."""
-    flat = " ".join(message.split())
+    """Append one line to the hook log (the message's newlines flattened, and redacted:
+    an error may quote a prompt, a path may hold a token)."""
+    from vaultmem.agent.redact import redact
+
+    flat = " ".join(redact(message).split())
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
     make_cache(log.parent)
     # Not through a link someone planted in the cache; private like the rest of it.

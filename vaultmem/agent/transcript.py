@@ -39,7 +39,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from vaultmem.agent.redact import redact
 from vaultmem.errors import VaultmemError
 
 __all__ = [
@@ -65,6 +64,14 @@ MAX_ENTRY_BYTES = 8 * 1024 * 1024
 TOOL_KEYS = ("file_path", "notebook_path", "path", "pattern", "query", "url")
 _MAX_ARG = 2000
 _SKIP_BLOCK = 1 << 20
+
+
+def redact(text: str) -> str:
+    """:func:`vaultmem.agent.redact.redact`, imported when the first entry is read: a
+    transcript refused (a FIFO, a device, too large) never pays for loading its rules."""
+    from vaultmem.agent.redact import redact as redacted
+
+    return redacted(text)
 
 
 class TranscriptError(VaultmemError):

@@ -166,7 +166,7 @@ def _answer(
     if event == "session-start":
         if config.hooks_start_server and not hooks.server_running(config.cache_dir):
             pid = hooks.start_job(
-                [hooks.server_command(sys.executable, root_args(ctx, config))], jobs
+                [hooks.server_command(sys.executable, root_args(ctx, config))], jobs, sys.executable
             )
             hooks.log_line(log, now, event, f"started vaultmem serve (pid {pid})")
         return hooks.context_output("SessionStart", _session_context(config, payload, now))
@@ -179,7 +179,7 @@ def _answer(
     commands = hooks.capture_commands(
         sys.executable, root_args(ctx, config), transcript, payload.session_id
     )
-    pid = hooks.start_job(commands, jobs)
+    pid = hooks.start_job(commands, jobs, sys.executable)
     hooks.log_line(log, now, event, f"started extract and handoff of {transcript} (pid {pid})")
     return ""
 

@@ -1,0 +1,426 @@
+"""Credentials named in words, in any of the languages of ``credential_words.json``.
+
+Two rules over the table of credential words (password, passphrase, PIN, secret, token,
+API key, and the words for key, auth, bearer…: :mod:`vaultmem.agent.credential_words`),
+each giving spans of a text to redact:
+
+- :func:`phrase_spans`: a credential word, an optional filler ("for the wifi", "für den
+  Server", "от базы", "的"), a link ("is", "ist", "est", "是", "は", ":", "—") and a value:
+  the next token, or a quoted string (``"…"``, ``'…'``, ````…````, ``«…»``, ``„…“``,
+  ``「…」``). Without a link, only a value that looks generated counts ("password
+  hunter2x"). The value is judged by the word's kind and language: a word of prose
+  ("expired", "abgelaufen", "incorrecta"), a number after a token word ("トークン数は
+  4096"), a name after a naming word ("the secret is named harbor-db") or a reference
+  (``$DB_PASSWORD``) is kept.
+- :func:`guard_spans`, the entropy guard: a string with the entropy of a random one
+  (:func:`vaultmem.agent.secret_shapes.generated`) within a few words after a
+  credential word, or just before "is the API key", is redacted even without a known
+  prefix; a word such as "commit", "hash", "id" or "public" between them stops it.
+
+:func:`is_secret_value` is the judgement of a value the ``key = value`` rules share.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from vaultmem.agent.credential_words import (
+    Hit,
+    Language,
+    heads,
+    hits,
+    is_function_word,
+    is_prose_word,
+    links_of,
+    reverse_of,
+    signs,
+)
+from vaultmem.agent.secret_shapes import generated, looks_random, public_before, public_value
+
+__all__ = ["credential_spans", "guard_spans", "is_secret_value", "phrase_spans", "placeholder"]
+
+Span = tuple[int, int]
+_QUOTES = {
+    '"': '"', "'": "'", "`": "`", "«": "»", "»": "«", "„": "“", "“": "”", "‚": "‘",
+    "「": "」", "『": "』", "‘": "’",
+}  # fmt: skip
+_TRAILING = ".,;:)]}»“”」』、。，\"'"
+_BARRIERS = frozenset(
+    """commit commits sha sha1 sha256 sha-256 sha512 md5 hash hashes digest checksum
+    fingerprint id ids uuid guid trace span request version build run issue ticket pr public
+    host sum integrity etag example e.g. like format prefix pattern length count of""".split()  # noqa: SIM905
+)
+# Words before "key" that make it no credential: a public key, a database's sort key.
+_NOT_CREDENTIAL = frozenset(
+    "public host primary foreign sort partition cache composite unique index hot map".split()  # noqa: SIM905
+)
+_INDEFINITE = frozenset("a an ein eine einen un une una uno um uma een".split())  # noqa: SIM905
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_.~=-]{16,}")
+_TYPES = frozenset(
+    """str string bytes int integer bool boolean number any object none null nil undefined
+    true false yes no on off optional secretstr secretbytes text varchar char uuid float
+    required unknown list dict array map await async new yield return lambda function self
+    this cls typeof void""".split()  # noqa: SIM905
+)
+_ENV_REF = re.compile(r"(?:\$(?:[A-Z_][A-Z0-9_]*\b|\{|\()|%[A-Z_][A-Z0-9_]*%|%\(|\{\{|\{%|<.*>$)")
+_PLACEHOLDER = re.compile(
+    r"(?:[*xX.…#_~-]+|<[^>]*>|\[REDACTED\].*|REDACTED|![A-Za-z_]+(?:[ \t]+[|>][-+]?)?)$"
+    # what a template or an example puts where the secret goes
+    r"|(?i:(?:your|my|some)[-_ ]\S*|\S*[-_ ](?:here|goes[-_ ]here)|change[-_ ]?me|placeholder"
+    r"|dummy\S*|example\S*|sample\S*|todo|tbd|n/?a)$"
+)
+_DOTTED_REF = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_CALL_REF = re.compile(r"[A-Za-z_][\w.]*[ \t]*[(\[]")
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$|[A-Za-z]:\\")
+_URL = re.compile(r"https?://[^\s:@]+$")
+_SPACE = re.compile(r"[ \t\u00a0\u202f]*")
+
+
+# --------------------------------------------------------------------------- phrases
+
+
+def credential_spans(text: str) -> Iterator[Span]:
+    """The spans both rules find in ``text``, over one search for its credential words."""
+    found = list(hits(text))
+    yield from phrase_spans(text, found)
+    yield from guard_spans(text, found)
+
+
+def phrase_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
+    """The values of credential phrases in ``text`` ("the password is X", "das
+    Passwort lautet X", "密码是X", "パスワードはXです"); ``found``: its words, when known."""
+    for hit in hits(text) if found is None else found:
+        kinds = [kind for kind, _ in hit.kinds if kind != "guard"]
+        before, after = text[hit.start - 1 : hit.start], text[hit.end : hit.end + 2]
+        if before in (":", ".", "$", "{") or before == "/" and re.match(r"/|:\S", after):
+            continue  # part of a name or a path: arn:…:secret:…, ${TOKEN}, a.token, /secret/x
+        if kinds:
+            span = _phrase_value(text, hit, kinds)
+            if span is not None:
+                yield span
+            span = _value_before(text, hit, kinds)
+            if span is not None:
+                yield span
+
+
+def _phrase_value(text: str, hit: Hit, kinds: list[str]) -> Span | None:
+    stop = text.find("\n", hit.end)
+    stop = min(len(text) if stop < 0 else stop, hit.end + 200)
+    langs = hit.langs
+    link = _link_after_filler(text, hit.end, stop, langs)
+    value = _value(text, hit.end if link is None else link, stop, langs)
+    if value is None and link is not None and not text[link:stop].strip() and stop < len(text):
+        return _next_line_value(text, stop + 1)  # "Password:\n<the password>"
+    if value is None:
+        return None
+    (start, end), quoted, naming = value
+    if naming and any(k in ("secret", "token", "api_key") for k in kinds):
+        return None  # "the secret is named harbor-db-credentials"
+    linked = link is not None or _post_link(text, end, stop, langs)
+    glued = start == hit.end and not any(lang.attached for lang in langs)  # 密码X is fine
+    if link is None and (text[hit.end : start].strip() or glued):
+        return None  # "password hunter2x", not "password-Ab12Cd"
+    if any(_judge(text[start:end], kind, quoted, linked, langs) for kind in kinds):
+        return start, end
+    return None
+
+
+def _next_line_value(text: str, at: int) -> Span | None:
+    """The next line, when it is one generated-looking token (the value of a label that
+    ends its line); a line of words is the text going on."""
+    end = text.find("\n", at)
+    line = text[at : len(text) if end < 0 else end]
+    token = line.strip()
+    if token and not re.search(r"\s", token) and _generated_word(token) and len(token) >= 8:
+        start = at + line.index(token)
+        return start, start + len(token)
+    return None
+
+
+def _value_before(text: str, hit: Hit, kinds: list[str]) -> Span | None:
+    """The value in "hunter2x is my password", "use X as the password": the token before
+    a link (or "as") and at most two words before the credential word."""
+    langs = hit.langs
+    after = text[hit.end : hit.end + 40].split()
+    if after and after[0].lower().strip(_TRAILING) in heads():
+        return None  # "bcrypt is the password hash"
+    reverse = reverse_of(langs)
+    if reverse is None:
+        return None
+    line = text.rfind("\n", 0, hit.start) + 1
+    m = reverse.search(text, max(line, hit.start - 260), hit.start)
+    if m is None or _INDEFINITE & set(m.group("w").lower().split()):
+        return None  # "password123 is a terrible password": an example, not the password
+    value = m.group("v").rstrip(_TRAILING)
+    if any(_judge(value, kind, False, True, langs) for kind in kinds):
+        return m.start("v"), m.start("v") + len(value)
+    return None
+
+
+def _link_after_filler(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int | None:
+    """The end of the link after the word at ``at``, past an optional filler; None when
+    the word is not joined to a value."""
+    found = _link(text, at, stop, langs)
+    if found is not None:
+        return found
+    if any(lang.attached for lang in langs):
+        # 令牌有效期为3600: a few characters of the script before the link.
+        for i in range(at + 1, min(stop, at + 9)):
+            if text[i - 1].isascii() or not text[i - 1].isalpha():
+                break
+            found = _link(text, i, stop, langs)
+            if found is not None:
+                return found
+        return None
+    tokens = [(m.start(), m.end()) for m in re.finditer(r"[^\s:：=]+", text[at:stop])][:6]
+    if not tokens:
+        return None
+    latin = all(lang.latin for lang in langs)
+    fillers = {f.lower() for lang in langs for f in lang.fillers}
+    opened = False
+    for used, (s, e) in enumerate(tokens):
+        word = text[at + s : at + e]
+        low = word.lower()
+        if not latin:
+            if re.search(r"[A-Za-z0-9]", word) or used >= 3:
+                return None
+        elif low in fillers and used <= 1:
+            opened = True
+        elif not opened and used == 0 and _modifier(word):
+            pass
+        elif not opened or used >= 5 or word[-1] in ",;.!?":
+            return None
+        found = _link(text, at + e, stop, langs)
+        if found is not None:
+            return found
+    return None
+
+
+def _modifier(word: str) -> bool:
+    """A word that may stand between a credential word and its link without changing
+    what it names: "the password WIFI is", "kata sandi WIFI-NYA adalah"."""
+    low = word.lower()
+    if low in heads() or is_prose_word(low):
+        return False
+    return bool(re.fullmatch(r"[a-z][a-z0-9]{1,9}|[A-Z0-9]{2,6}|[\w-]+-nya", word))
+
+
+def _link(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int | None:
+    """The end of a link word or sign at ``at`` (after blanks and a comma: "mon mot de
+    passe, c'est X"), or None."""
+    pos = _SPACE.match(text, at).end()  # type: ignore[union-attr]
+    if text[pos : pos + 1] == ",":
+        pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+    low = text[pos : pos + 24].lower()
+    for link in links_of(langs):
+        if not low.startswith(link) or pos + len(link) > stop:
+            continue
+        end = pos + len(link)
+        after = text[end : end + 1]
+        word_link = link[-1].isalnum()
+        glued = after.isalnum() or after == "_" or pos == at and text[at - 1 : at].isalnum()
+        if word_link and glued and not any(lang.attached for lang in langs):
+            continue
+        if word_link:  # "lautet: X", "est : X"
+            sign = _SPACE.match(text, end).end()  # type: ignore[union-attr]
+            end = next((sign + len(p) for p in signs() if text.startswith(p, sign)), end)
+        return end
+    return None
+
+
+def _post_link(text: str, end: int, stop: int, langs: tuple[Language, ...]) -> bool:
+    """Whether a verb that closes a phrase follows the value ("X है", "X است")."""
+    rest = text[end:stop].lstrip()
+    return any(rest.startswith(w) for lang in langs for w in lang.post_links)
+
+
+def _value(
+    text: str, at: int, stop: int, langs: tuple[Language, ...]
+) -> tuple[Span, bool, bool] | None:
+    """(span, quoted, after a naming word) of the value at ``at``; None when none."""
+    pos = _SPACE.match(text, at).end()  # type: ignore[union-attr]
+    for _ in range(2):  # "is NOW X", "ist JETZT X"
+        m = re.match(r"[^\s\"'`«„“「『]+", text[pos:stop])
+        word = m.group().lower() if m else ""
+        if word and any(word == s.lower() for lang in langs for s in lang.skip):
+            pos = _SPACE.match(text, pos + len(word)).end()  # type: ignore[union-attr]
+    rest = text[pos:stop].lower()
+    naming = any(
+        rest.startswith(n.lower() + " ")
+        for lang in langs
+        for n in (*lang.naming, "named", "called")
+    )
+    if pos >= stop:
+        return None
+    opening = text[pos]
+    if opening in _QUOTES:
+        close = text.find(_QUOTES[opening], pos + 1, stop)
+        if close > pos + 1:
+            inner = text[pos + 1 : close]
+            lead = len(inner) - len(inner.lstrip())
+            return (pos + 1 + lead, pos + 1 + len(inner.rstrip())), True, naming
+    latin = all(lang.latin for lang in langs)
+    while pos < stop and text[pos] in "([{":
+        pos += 1
+    m = re.compile(r"\S+" if latin else r"[!-~]+").match(text, pos, stop)
+    if not m:
+        return None
+    end = m.end()
+    while end > pos and text[end - 1] in _TRAILING:
+        end -= 1
+    return ((pos, end), False, naming) if end > pos else None
+
+
+def _judge(value: str, kind: str, quoted: bool, linked: bool, langs: tuple[Language, ...]) -> bool:
+    """Whether ``value`` after a credential word of ``kind`` is a secret."""
+    if len(value) < 2 or placeholder(value) or value[0] in "<{$%":
+        return False
+    if not linked:
+        if kind == "pin" and re.fullmatch(r"\d{4,8}", value):
+            return True
+        return (quoted or len(value) >= 6) and _generated_word(value)
+    if quoted:
+        return True
+    if _reference(value) or value.lower() in _TYPES:
+        return False
+    digits = value.isdigit()
+    if kind == "pin":
+        return (digits and 4 <= len(value) <= 12) or (not digits and looks_random(value))
+    if kind != "password":
+        return not digits and len(value) >= 8 and looks_random(value)
+    if digits:
+        return len(value) >= 4
+    if value.isalpha():
+        return not _prose_word(value, langs)
+    return True
+
+
+def _generated_word(value: str) -> bool:
+    """A value that needs no link to be a password: generated-looking, not a path, a
+    URL or a version."""
+    if not looks_random(value) or value.isdigit():
+        return False
+    return not (_PATH.match(value) or "://" in value or re.fullmatch(r"v?\d[\d.x]*", value))
+
+
+def _reference(value: str) -> bool:
+    return bool(
+        _CALL_REF.match(value)
+        or _DOTTED_REF.match(value)
+        or _PATH.match(value)
+        or _URL.match(value)
+    )
+
+
+def _prose_word(word: str, langs: tuple[Language, ...]) -> bool:
+    """Whether ``word`` is a word of prose in one of ``langs`` (or in any language)."""
+    low = word.lower()
+    if is_prose_word(low):
+        return True
+    for lang in langs:
+        if lang.code == "en":
+            continue
+        if lang.latin and (len(low) <= 3 or low.endswith(tuple(lang.suffixes))):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- values
+
+
+def is_secret_value(
+    text: str, span: Span, quoted: bool, name: list[str] | None = None, prose: bool = True
+) -> bool:
+    """Whether the value at ``span`` (of a secret-named key, a flag, a phrase) is a
+    secret, not a reference (``$DB_PASSWORD``, ``settings.token``, ``os.environ[...]``),
+    a type (``token: str``), a path, a URL, a YAML tag (``!vault``), a public digest
+    (``SHA256:…``) or (``prose``: after a colon or in a sentence) words of prose in any
+    language of the table ("token: expired", "Token: siehe…", "Token: ver…")."""
+    value = text[span[0] : span[1]]
+    bare = value.strip() if quoted else value.strip().rstrip(_TRAILING + "!?")
+    if len(bare) < 2 or placeholder(bare):
+        return False
+    if quoted:
+        return True
+    if _CALL_REF.match(text, span[0]) or _reference(bare) or public_value(bare):
+        return False
+    words = [w.strip(_TRAILING).lower() for w in bare.split(maxsplit=2)[:2]]
+    if words[0] in _TYPES:
+        return False
+    if prose and (
+        is_function_word(words[0])
+        or (is_prose_word(words[0]) and (len(words) == 1 or is_prose_word(words[1])))
+        or sum(map(is_prose_word, bare.split())) >= 2  # "all authentication tokens updated"
+    ):
+        return False
+    if name and bare.lower() in ("_".join(name), name[-1]):
+        return False  # api_key=api_key: a variable passed on
+    after = text[span[1] : span[1] + 1]
+    return not (after in (",", ")") and re.fullmatch(r"[a-z_]+", bare))
+
+
+def placeholder(value: str) -> bool:
+    """Whether ``value`` stands for a secret without being one: ``$TOKEN``, ``${X}``,
+    ``%PASSWORD%``, ``{{ secret }}``, ``<token>``, ``****``, ``[REDACTED]``, ``!vault``."""
+    return bool(_PLACEHOLDER.match(value) or _ENV_REF.match(value))
+
+
+# --------------------------------------------------------------------------- guard
+
+
+def guard_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
+    """Generated-looking strings next to a credential word (the entropy guard);
+    ``found``: its words, when known."""
+    for hit in hits(text) if found is None else found:
+        strong = any(kind != "guard" for kind, _ in hit.kinds)
+        before = text[max(0, hit.start - 30) : hit.start].split()
+        if before and before[-1].lower() in _NOT_CREDENTIAL:
+            continue  # a public key, a cache key
+        yield from _after(text, hit.end, strong)
+        if strong:
+            yield from _before(text, hit)
+
+
+def _after(text: str, at: int, strong: bool) -> Iterator[Span]:
+    stop = text.find("\n", at)
+    stop = len(text) if stop < 0 else stop
+    if not text[at:stop].strip(" \t:=\"'`>-") and stop < len(text):
+        at, stop = stop + 1, text.find("\n", stop + 1)  # "API key:\n<the key>"
+        stop = len(text) if stop < 0 else stop
+    window = text[at : min(stop, at + 120)]
+    seen = 0
+    for m in re.finditer(r"\S+", window):
+        seen += 1
+        if seen > 6:
+            return
+        word = m.group().lower().strip(_TRAILING + "(")
+        if word in _BARRIERS:
+            return
+        for cand in _CANDIDATE.finditer(window, m.start(), m.end()):
+            start = at + cand.start()
+            if public_before(text, start) or _path(cand.group()):
+                continue
+            if generated(cand.group().strip("._~-"), hex_ok=strong):
+                yield start, at + cand.end()
+
+
+def _path(value: str) -> bool:
+    """Whether ``value`` is a path of names ("uploads/2024/05/9f3a1c2b-report.pdf"), not
+    base64 that holds slashes."""
+    parts = value.split("/")
+    return len(parts) > 2 and sum(bool(re.fullmatch(r"[a-z]{2,}|\d+", p)) for p in parts) >= 2
+
+
+_BEFORE = re.compile(
+    r"([A-Za-z0-9+/_.~=-]{16,})[ \t]+(?:is|was|=|are)[ \t]+(?:(?:the|my|our|your|an?|its)[ \t]+)?"
+    r"(?:[\w-]+[ \t]+){0,2}\Z"
+)
+
+
+def _before(text: str, hit: Hit) -> Iterator[Span]:
+    """ "<key> is the API key for staging": a generated string just before the word."""
+    line = text.rfind("\n", 0, hit.start) + 1
+    m = _BEFORE.search(text, max(line, hit.start - 160), hit.start)
+    if m and generated(m.group(1), hex_ok=True):
+        yield m.span(1)
