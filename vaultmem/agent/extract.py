@@ -25,9 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.agent.capture_rules import MAX_CHARS, MIN_CHARS, Said, spot
 from vaultmem.agent.transcript import (
-    BULLET_RE,
-    FENCE_RE,
     MAX_ENTRY_BYTES,
     Entry,
     TranscriptState,
@@ -48,17 +47,18 @@ __all__ = [
     "CHUNK_CHARS",
     "EXTRACT_SCHEMA",
     "Candidate",
+    "Chunk",
     "ExtractReport",
     "Extracted",
     "capture_lock",
     "chunks",
     "extract_transcript",
     "rule_candidates",
+    "turn_chunks",
 ]
 
 CHUNK_CHARS = 6000
 MAX_PER_CHUNK = 8
-MIN_CHARS, MAX_CHARS = 20, 600
 NOTES_IN_PROMPT = 8
 MAX_STATE_NOTES = 200
 TEMPLATE = "prompts/extract.j2"
@@ -96,6 +96,7 @@ class Candidate:
     text: str
     title: str | None = None
     supersedes: str | None = None  # a note name, as the model wrote it
+    said_at: str | None = None  # the timestamp of the turn it was said in (ISO text)
 
 
 @dataclass(frozen=True)
@@ -161,22 +162,39 @@ def _label(entry: Entry) -> str:
     return {"user": "User", "assistant": "Assistant"}.get(entry.role, "Speaker")
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """A run of turns: as one text for a model (``Role: text`` blocks) and turn by turn
+    for the rules."""
+
+    text: str
+    turns: tuple[Said, ...]
+
+
 def chunks(entries: Iterable[Entry], size: int = CHUNK_CHARS) -> Iterator[str]:
     """The prose of ``entries`` (redacted when read) as ``Role: text`` blocks, about
     ``size`` chars a chunk (a longer turn is cut at paragraph or line ends)."""
+    return (chunk.text for chunk in turn_chunks(entries, size))
+
+
+def turn_chunks(entries: Iterable[Entry], size: int = CHUNK_CHARS) -> Iterator[Chunk]:
+    """:func:`chunks`, each with the turns (speaker, text, time) it holds."""
     parts: list[str] = []
+    turns: list[Said] = []
     used = 0
     for entry in entries:
         if not entry.prose:
             continue
         for piece in _pieces(f"{_label(entry)}: {entry.text.strip()}", size):
             if parts and used + len(piece) > size:
-                yield "\n\n".join(parts)
-                parts, used = [], 0
+                yield Chunk("\n\n".join(parts), tuple(turns))
+                parts, turns, used = [], [], 0
             parts.append(piece)
+            text = _LABEL_RE.sub("", piece) if piece.startswith(f"{_label(entry)}: ") else piece
+            turns.append(Said(entry.role, text, entry.timestamp))
             used += len(piece) + 2
     if parts:
-        yield "\n\n".join(parts)
+        yield Chunk("\n\n".join(parts), tuple(turns))
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
@@ -192,41 +210,15 @@ def _pieces(text: str, size: int) -> Iterator[str]:
 
 # --------------------------------------------------------------------------- rules
 
-_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern, re.IGNORECASE))
-    for kind, pattern in (
-        ("antipattern", r"\b(?:don'?t|do not|never)\b.{3,}\bagain\b"),
-        ("antipattern", r"\b(?:avoid|stop)\b.{3,}\bbecause\b"),
-        (
-            "decision",
-            r"\b(?:we|i)(?:'ve| have)? (?:decided|agreed|settled on|chose|chosen)\b"
-            r"|\blet'?s go with\b|\bwe(?:'ll| will) go with\b|\bdecision:",
-        ),
-        ("decision", r"\binstead of\b.{3,}\bbecause\b"),
-        (
-            "preference",
-            r"\b(?:i|we) (?:prefer|always want|never want|like to)\b|\bprefer\b.{3,}\bover\b",
-        ),
-        ("preference", r"^(?:please )?(?:always|never)\b"),
-        ("observation", r"\b(?:it )?turns out\b|\bthe root cause\b|\broot cause (?:was|is)\b"),
-    )
-)
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
 _LABEL_RE = re.compile(r"^(?:User|Assistant|Speaker): ")
 
 
-def rule_candidates(chunk: str) -> list[Candidate]:
-    """Memories the phrase rules find in ``chunk`` (one per matching sentence)."""
-    found: list[Candidate] = []
-    for sentence in _SENTENCE_RE.split(FENCE_RE.sub("\n", chunk)):
-        text = BULLET_RE.sub("", _LABEL_RE.sub("", sentence.strip())).strip()
-        if not MIN_CHARS <= len(text) <= MAX_CHARS or text.endswith("?"):
-            continue
-        for kind, pattern in _RULES:
-            if pattern.search(text):
-                found.append(Candidate(kind, text))
-                break
-    return found
+def rule_candidates(turns: Sequence[Said]) -> list[Candidate]:
+    """Memories the offline rules (:mod:`vaultmem.agent.capture_rules`) find in ``turns``."""
+    return [
+        Candidate(found.kind, found.text, said_at=turns[found.turn].timestamp)
+        for found in spot(turns)
+    ]
 
 
 # --------------------------------------------------------------------------- LLM
@@ -243,7 +235,7 @@ def _related_notes(config: Config, chunk: str) -> list[dict[str, str]]:
     return [{"title": h.title, "path": h.path, "type": h.type} for h in hits]
 
 
-def llm_candidates(config: Config, llm: LLMClient, chunk: str) -> list[Candidate]:
+def llm_candidates(config: Config, llm: LLMClient, chunk: Chunk) -> list[Candidate]:
     """Memories the model finds in ``chunk``; raises EndpointError / JSONReplyError."""
     from vaultmem.inference.llm import parse_json_reply
     from vaultmem.prompts import render
@@ -251,15 +243,28 @@ def llm_candidates(config: Config, llm: LLMClient, chunk: str) -> list[Candidate
     prompt = render(
         config,
         TEMPLATE,
-        transcript=chunk,
-        notes=_related_notes(config, chunk),
+        transcript=chunk.text,
+        notes=_related_notes(config, chunk.text),
         kinds=KINDS,
         max_items=MAX_PER_CHUNK,
     )
     reply = llm.chat([{"role": "user", "content": prompt}], json_mode=True, schema=EXTRACT_SCHEMA)
     data = parse_json_reply(reply, expect=dict)
     items = data.get("memories")
-    return [c for c in map(_candidate, items if isinstance(items, list) else []) if c]
+    found = [c for c in map(_candidate, items if isinstance(items, list) else []) if c]
+    return [replace(c, said_at=_said_at(chunk.turns, c.text)) for c in found]
+
+
+def _said_at(turns: Sequence[Said], text: str) -> str | None:
+    """When a model's memory was said: the time of the turn sharing most words with it."""
+    from vaultmem.agent.capture_rules import content_words
+
+    words = content_words(text)
+    timed = [t for t in turns if t.timestamp]
+    if not timed:
+        return None
+    best = max(timed, key=lambda t: len(words & content_words(t.text)))
+    return best.timestamp
 
 
 def _candidate(item: Any) -> Candidate | None:
@@ -385,7 +390,7 @@ def extract_transcript(
         modes: set[str] = set()
         seen: set[str] = set()
         count = 0
-        for chunk in chunks(reader):
+        for chunk in turn_chunks(reader):
             count += 1
             found: Sequence[Candidate]
             if llm is not None:
@@ -396,10 +401,10 @@ def extract_transcript(
                     warnings.append(f"chunk {count}: {exc}; phrase rules used instead")
                     if isinstance(exc, EndpointError):
                         llm = None  # a dead endpoint is not asked again for every chunk
-                    found = rule_candidates(chunk)
+                    found = rule_candidates(chunk.turns)
                     modes.add("rules")
             else:
-                found = rule_candidates(chunk)
+                found = rule_candidates(chunk.turns)
                 modes.add("rules")
             done.extend(_keep(config, found, seen, now, embedder, dry_run))
         if reader.oversize:
