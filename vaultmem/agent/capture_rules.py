@@ -29,10 +29,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vaultmem.subjects import content_words
+
 __all__ = [
     "Said",
     "Spotted",
-    "content_words",
     "rule_sentences",
     "sentences",
     "spot",
@@ -345,29 +346,6 @@ _SUGGEST_RE = re.compile(
     r"(?: (?:that|we))?|my recommendation is(?: to)?|we should)\s+",
     re.IGNORECASE,
 )
-_WORD_RE = re.compile(r"\w+")
-_STOP_WORDS = (
-    "a an the and or but of to in on at for with from by is are was were be been it its "
-    "this that these those we you i they he she our your my us let let's lets go use using "
-    "will would should could can do does did not no yes ok so as if then than instead "
-    "actually just also only now all any some more most very there here which what when "
-    "der die das und oder nicht wir ich ein eine el la los las y o de en un una que le les "
-    "et ou un une des du"
-)
-_STOP = frozenset(_STOP_WORDS.split())
-
-
-def content_words(text: str) -> frozenset[str]:
-    """The words of ``text`` that carry its subject (lower-cased, stop words out, a plural
-    ``s`` dropped)."""
-    out = set()
-    for word in _WORD_RE.findall(text.lower()):
-        if word in _STOP or len(word) < 3:
-            continue
-        out.add(word[:-1] if len(word) > 4 and word.endswith("s") else word)
-    return frozenset(out)
-
-
 # A sentence that gives the reason for the one before it ("It's a small workload",
 # "we've been bitten by this twice"): it belongs to that memory.
 _REASON_RE = re.compile(

@@ -40,8 +40,10 @@ from vaultmem.config import Config
 from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
 
 if TYPE_CHECKING:
+    from vaultmem.agent.capture_links import Provenance
     from vaultmem.inference.base import Embedder
     from vaultmem.inference.llm import LLMClient
+    from vaultmem.memory.contradictions import Verdict
 
 __all__ = [
     "CHUNK_CHARS",
@@ -109,6 +111,8 @@ class Extracted:
     duplicate_of: str | None = None
     refines: tuple[str, ...] = ()
     supersedes: str | None = None
+    related: tuple[str, ...] = ()  # surfaced notes of the session that the text names
+    verdicts: tuple[Verdict, ...] = ()  # contradictions, and claims left for review
 
     def as_json(self) -> dict[str, object]:
         """One memory of ``extract --json``."""
@@ -117,11 +121,15 @@ class Extracted:
             "type": c.type,
             "title": c.title,
             "text": c.text,
+            "said_at": c.said_at,
             "path": self.path,
             "created": self.created,
             "duplicate_of": self.duplicate_of,
             "refines": list(self.refines),
             "supersedes": self.supersedes,
+            "related": list(self.related),
+            "contradicts": [v.path for v in self.verdicts if v.relation == "contradicts"],
+            "review": [v.as_json() for v in self.verdicts if v.review],
         }
 
 
@@ -257,7 +265,7 @@ def llm_candidates(config: Config, llm: LLMClient, chunk: Chunk) -> list[Candida
 
 def _said_at(turns: Sequence[Said], text: str) -> str | None:
     """When a model's memory was said: the time of the turn sharing most words with it."""
-    from vaultmem.agent.capture_rules import content_words
+    from vaultmem.subjects import content_words
 
     words = content_words(text)
     timed = [t for t in turns if t.timestamp]
@@ -311,34 +319,86 @@ def _supersedes(config: Config, name: str | None) -> str | None:
         return None
 
 
-def _remember(
-    config: Config, found: Candidate, now: datetime, embedder: Embedder | None
-) -> Extracted | None:
+@dataclass
+class _Capture:
+    """What every memory of one run shares: where and when it is written, and where the
+    session came from (known once the first entry is read)."""
+
+    config: Config
+    now: datetime
+    embedder: Embedder | None
+    reader: _Reader
+    project: str | None = None
+    _provenance: Provenance | None = None
+    _surfaced: tuple[str, ...] | None = None
+
+    @property
+    def provenance(self) -> Provenance:
+        from vaultmem.agent.capture_links import Provenance
+
+        if self._provenance is None:
+            r = self.reader
+            self._provenance = Provenance.of(r.path, r.session, r.cwd, self.project)
+        return self._provenance
+
+    @property
+    def surfaced(self) -> tuple[str, ...]:
+        """The notes `surface` showed in this session (the surfacing log)."""
+        from vaultmem.surface_log import surfaced_in_session
+
+        if self._surfaced is None:
+            found = surfaced_in_session(self.config, self.provenance.session)
+            self._surfaced = tuple(sorted(found))
+        return self._surfaced
+
+
+def _remember(run: _Capture, found: Candidate) -> Extracted | None:
+    """Write one memory with its provenance, link it to the session's notes it names,
+    and check it against the decisions already there."""
+    from vaultmem.agent.capture_links import named_notes
+    from vaultmem.memory.contradictions import apply_verdicts, judge
+    from vaultmem.memory.links import link
     from vaultmem.memory.remember import remember
 
+    config = run.config
     # The candidate comes from redacted text only (the transcript as read, or a model
     # that saw nothing else of it), so its text, title and slug need no second pass.
-    old = _supersedes(config, found.supersedes)
+    claim = _supersedes(config, found.supersedes)
     try:
         done = remember(
             config,
             found.text,
-            now=now,
+            now=run.now,
             title=found.title,
             note_type=found.type,
             tags=[TAG],
-            supersedes=old,
-            embedder=embedder,
+            embedder=run.embedder,
+            source=run.provenance.source(found.said_at),
         )
     except ValueError:
         return None  # nothing left to remember (a text that is all [REDACTED])
+    related: list[str] = []
+    verdicts: list[Verdict] = []
+    if done.created:
+        named = named_notes(config, found.text, run.surfaced, run.provenance.project)
+        for path in named:
+            if path != done.path:
+                link(config, done.path, path, "related")
+                related.append(path)
+        verdicts = judge(
+            config, done.path, found.text, found.type, embedder=run.embedder, claim=claim
+        )
+        apply_verdicts(config, done.path, verdicts)
+    superseded = next((v.path for v in verdicts if v.relation == "supersedes"), None)
     return Extracted(
         found,
         done.path,
         done.created,
         done.duplicate_of,
         tuple(n.path for n in done.refines),
-        done.supersedes,
+        superseded,
+        tuple(related),
+        tuple(verdicts),
     )
 
 
@@ -348,6 +408,8 @@ class _Reader:
     def __init__(self, path: Path, start: int) -> None:
         self.path, self.end, self.count = path, start, 0
         self.last_uuid: str | None = None
+        self.session: str | None = None  # the first session id and folder recorded
+        self.cwd: str | None = None
         self.oversize = 0  # entries over MAX_ENTRY_BYTES, skipped or cut
         self._start = start
 
@@ -356,6 +418,8 @@ class _Reader:
             self.count += 1
             self.end = entry.end
             self.last_uuid = entry.uuid or self.last_uuid
+            self.session = self.session or entry.session
+            self.cwd = self.cwd or entry.cwd
             self.oversize += entry.skipped > 0
             yield entry
 
@@ -368,12 +432,15 @@ def extract_transcript(
     now: datetime,
     dry_run: bool = False,
     embedder: Embedder | None = None,
+    project: str | None = None,
 ) -> ExtractReport:
     """Extract memories from the part of transcript ``path`` not processed yet.
 
     ``llm`` None uses the phrase rules; an endpoint failure switches to them for the
     rest of the run (listed in ``warnings``). ``dry_run`` writes nothing (no notes, no
-    state). Raises TranscriptError for a transcript that is not a regular file, cannot
+    state). Each memory records its session, ``project`` (default: the session's working
+    folder's name) and when it was said (:mod:`vaultmem.agent.capture_links`). Raises
+    TranscriptError for a transcript that is not a regular file, cannot
     be read, or has more than MAX_TRANSCRIPT_BYTES to read.
 
     Example:
@@ -385,6 +452,7 @@ def extract_transcript(
     with capture_lock(config, "extract"):
         state = load_state(config.cache_dir, path)
         reader = _Reader(path, state.offset)
+        run = _Capture(config, now, embedder, reader, project)
         done: list[Extracted] = []
         warnings: list[str] = []
         modes: set[str] = set()
@@ -406,7 +474,7 @@ def extract_transcript(
             else:
                 found = rule_candidates(chunk.turns)
                 modes.add("rules")
-            done.extend(_keep(config, found, seen, now, embedder, dry_run))
+            done.extend(_keep(run, found, seen, dry_run))
         if reader.oversize:
             what = "1 entry" if reader.oversize == 1 else f"{reader.oversize} entries"
             warnings.append(
@@ -430,12 +498,7 @@ def extract_transcript(
 
 
 def _keep(
-    config: Config,
-    found: Sequence[Candidate],
-    seen: set[str],
-    now: datetime,
-    embedder: Embedder | None,
-    dry_run: bool,
+    run: _Capture, found: Sequence[Candidate], seen: set[str], dry_run: bool
 ) -> Iterator[Extracted]:
     """Remember each new candidate (once per run)."""
     from vaultmem.memory.remember import content_key
@@ -448,7 +511,7 @@ def _keep(
         if dry_run:
             yield Extracted(candidate)
             continue
-        result = _remember(config, candidate, now, embedder)
+        result = _remember(run, candidate)
         if result is not None:
             yield result
 

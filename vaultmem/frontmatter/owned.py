@@ -61,6 +61,11 @@ def _is_links(value: object) -> bool:
     return all(isinstance(item, str) and item.strip() for item in items)
 
 
+def _is_texts(value: object) -> bool:
+    items = value if isinstance(value, list) else [value]
+    return all(isinstance(item, str) and item.strip() for item in items)
+
+
 _MARKER_LINE_RE = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)")
 
 
@@ -108,6 +113,7 @@ _TEXT = (lambda v: isinstance(v, str), "is not text")
 _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "type": _TEXT,
     "confidence": (lambda v: _is_number(v) and 0 <= v <= 1, "is not a number from 0 to 1"),  # type: ignore[operator]
+    "confidence_lost": (lambda v: _is_number(v) and 0 <= v <= 1, "is not a number from 0 to 1"),  # type: ignore[operator]
     "half_life": (_is_half_life, "is not a half-life (30d, 12h, 2w or never)"),
     "pinned": (lambda v: isinstance(v, bool), "is not true or false"),
     "snoozed_until": _TIME,
@@ -120,6 +126,10 @@ _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "last_review": _TIME,
     "cross_domain_count": _COUNT,
     "last_confirmed": _TIME,
+    "source_session": _TEXT,
+    "source_project": _TEXT,
+    "source_time": _TIME,
+    "needs_review": (_is_texts, "is not a line of text or a list of them"),
     **dict.fromkeys(OWNED_KEYS[OWNED_KEYS.index("supersedes") :], _LINKS),
     **{
         saved: (_is_saved(key), f"is not a {key} line vaultmem saved")

@@ -30,7 +30,10 @@ counted one use from a base of 1 both say 2, and the note has been used 3 times)
   used the note last, and its flags stand. Two snoozes keep the later end. When the times
   tell nothing apart (neither side used the note since the base, or both at the same
   second), the driver refuses: a conflict region for those keys, reported;
-- ``type`` and ``half_life`` are a person's choice: both changed differently is a conflict.
+- ``type`` and ``half_life`` are a person's choice: both changed differently is a conflict;
+  so are ``source_session``/``source_project``/``source_time`` (written once, by
+  `extract`) and ``confidence_lost`` (two contradictions of one note on two machines);
+- ``needs_review`` merges as a list of links (each item names the note it is about).
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ class Rule(Enum):
 RULES: Mapping[str, Rule] = {
     "type": Rule.ONE_SIDE,
     "confidence": Rule.CONFIDENCE,
+    "confidence_lost": Rule.ONE_SIDE,
     "half_life": Rule.ONE_SIDE,
     "pinned": Rule.NEWER,
     "snoozed_until": Rule.LATER_END,
@@ -86,6 +90,10 @@ RULES: Mapping[str, Rule] = {
     "last_review": Rule.LATEST,
     "cross_domain_count": Rule.COUNT,
     "last_confirmed": Rule.LATEST,
+    "source_session": Rule.ONE_SIDE,
+    "source_project": Rule.ONE_SIDE,
+    "source_time": Rule.ONE_SIDE,
+    "needs_review": Rule.LINKS,
     **dict.fromkeys(LINK_TYPES, Rule.LINKS),
 }
 

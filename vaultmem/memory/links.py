@@ -69,6 +69,9 @@ PAIRED: Mapping[str, str] = {
 }
 
 SUPERSEDED = "superseded"
+# The owned key holding lines for a person to check; a link settled by hand drops the
+# lines that name the other note.
+REVIEW_KEY = "needs_review"
 # Statuses that say more than "superseded" about where a note is; linking keeps them.
 _KEPT_STATUSES = frozenset({"archived", "forgotten", SUPERSEDED})
 
@@ -243,6 +246,9 @@ def link(config: Config, a_path: str, b_path: str, link_type: str = "related") -
 
     def on_a(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
         updates = _added(meta, link_type, b_path, a_path, resolver)
+        if link_type in ("supersedes", "superseded_by"):
+            # A replacement decided by hand settles the review lines about the pair.
+            updates |= _unflagged(meta, b_path, a_path, resolver)
         return updates | (_superseded(meta) if link_type == "superseded_by" else {})
 
     def on_b(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
@@ -289,7 +295,10 @@ def unlink(config: Config, a_path: str, b_path: str, link_type: str | None = Non
     """Remove A's links to B of ``link_type`` (every type when None) and their pairs on B.
 
     A list left empty loses its key. A note's ``status`` is left as it is, even when a
-    ``supersedes`` link goes. B's one-way links to A are B's own: ``unlink(B, A)``.
+    ``supersedes`` link goes. B's one-way links to A are B's own: ``unlink(B, A)``. A
+    ``contradicts`` link that goes gives back the confidence it took
+    (:func:`vaultmem.memory.notes.contradiction_undone`), and review lines naming the
+    other note (``needs_review``) are settled on both.
 
     Example:
         >>> unlink(config, "decisions/New.md", "decisions/Old.md")  # doctest: +SKIP
@@ -299,14 +308,66 @@ def unlink(config: Config, a_path: str, b_path: str, link_type: str | None = Non
     types = LINK_TYPES if link_type is None else (link_type,)
     pairs = [PAIRED[t] for t in types if t in PAIRED]
 
+    from functools import cache
+
+    from vaultmem.memory.notes import older_note
+
+    # Only the older note of the pair lost confidence to the link (see `link`).
+    older = cache(lambda: older_note(config, a_path, b_path))
+
     def on_a(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
-        return _removed(meta, types, b_path, a_path, resolver)
+        updates = _removed(meta, types, b_path, a_path, resolver)
+        return _settled(meta, updates, b_path, a_path, resolver, older)
 
     def on_b(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
-        return _removed(meta, pairs, a_path, b_path, resolver)
+        updates = _removed(meta, pairs, a_path, b_path, resolver)
+        return _settled(meta, updates, a_path, b_path, resolver, older)
 
     edits = _edit_pair(config, a_path, b_path, {a_path: on_a, b_path: on_b}, "unlink")
     return LinkChange(a_path, b_path, link_type, edits)
+
+
+def _settled(
+    meta: Mapping[Any, Any],
+    updates: dict[str, object | None],
+    other: str,
+    source: str,
+    resolver: LinkResolver,
+    older: Callable[[], str | None],
+) -> dict[str, object | None]:
+    """``updates`` of an unlink on ``source``, plus: the confidence a removed
+    ``contradicts`` link took given back (``source`` being the older note of the pair),
+    and the review lines naming ``other`` dropped (the link was settled)."""
+    from vaultmem.memory.notes import contradiction_undone
+
+    if not updates:
+        return updates
+    if "contradicts" in updates and older() == source:
+        left = updates["contradicts"]
+        updates = updates | contradiction_undone(meta, len(left) if isinstance(left, list) else 0)
+    return updates | _unflagged(meta, other, source, resolver)
+
+
+_INLINE_LINK_RE = re.compile(r"\[\[([^\]|#]+)")
+
+
+def _unflagged(
+    meta: Mapping[Any, Any], other: str, source: str, resolver: LinkResolver
+) -> dict[str, object | None]:
+    """``needs_review`` without the lines whose links name ``other`` (None: none left)."""
+    if REVIEW_KEY not in meta:
+        return {}
+    value = meta[REVIEW_KEY]
+    items = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
+    kept = [
+        item
+        for item in items
+        if not any(
+            resolver.resolve_link(m.group(1).strip(), source) == other
+            for m in _INLINE_LINK_RE.finditer(str(item))
+        )
+    ]
+    return {} if len(kept) == len(items) else {REVIEW_KEY: kept or None}
 
 
 # --------------------------------------------------------------------------- reading
