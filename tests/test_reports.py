@@ -208,4 +208,5 @@ def test_reflect_finds_themes_antipatterns_use_and_clusters(
 
 
 def test_reflect_days_must_be_positive(cli: Cli) -> None:
-    assert cli("reflect", "--days", "0", ok=False).exit_code == 2
+    result = cli("reflect", "--days", "0", ok=False)
+    assert result.exit_code == 2 and "--days" in result.stderr and "0" in result.stderr

@@ -20,6 +20,9 @@ _STOP_WORDS = (
     "will would should could can do does did not no yes ok so as if then than instead "
     "actually just also only now all any some more most very there here which what when "
     "never always don dont keep stay new old same other into out up about over under "
+    "because since already still again first then also each every both either after before "
+    "while until like make made get got set need needs want wants run runs ran work works "
+    "way thing things lot bit case time times one two three were has have had what's it's "
     # German
     "der die das den dem des und oder nicht wir ich ein eine einen mit auf für von zu im ist "
     "sind bei nur noch immer nie kein keine "

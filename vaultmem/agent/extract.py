@@ -357,7 +357,6 @@ def _remember(run: _Capture, found: Candidate) -> Extracted | None:
     and check it against the decisions already there."""
     from vaultmem.agent.capture_links import named_notes
     from vaultmem.memory.contradictions import apply_verdicts, judge
-    from vaultmem.memory.links import link
     from vaultmem.memory.remember import remember
 
     config = run.config
@@ -381,14 +380,11 @@ def _remember(run: _Capture, found: Candidate) -> Extracted | None:
     verdicts: list[Verdict] = []
     if done.created:
         named = named_notes(config, found.text, run.surfaced, run.provenance.project)
-        for path in named:
-            if path != done.path:
-                link(config, done.path, path, "related")
-                related.append(path)
+        related = [path for path in named if path != done.path]
         verdicts = judge(
             config, done.path, found.text, found.type, embedder=run.embedder, claim=claim
         )
-        apply_verdicts(config, done.path, verdicts)
+        apply_verdicts(config, done.path, verdicts, related)
     superseded = next((v.path for v in verdicts if v.relation == "supersedes"), None)
     return Extracted(
         found,

@@ -34,7 +34,7 @@ strong evidence too (and the note is vaultmem's); otherwise the two notes are li
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,18 +62,28 @@ SAME_SUBJECT = 0.5
 SAME_SUBJECT_COSINE = 0.4
 NEAR_SAME = 0.75  # word overlap at which a lone negation makes two texts opposites
 STATEMENT_CHARS = 400
+MAX_VERDICTS = 2  # the notes closest in words a new memory is checked against
 _LIVE = frozenset({"active", "promoted"})
 
-# Words that say the new text replaces something ("…, not black", "instead of Celery").
-_REPLACE_RE = re.compile(
-    r"\binstead(?: of)?\b|\bno longer\b|\bnot\b.{0,30}\b(?:anymore|any more)\b|\breplac\w*\b"
-    r"|\bswitch\w*\b.{0,30}\b(?:to|from)\b|\bmov\w* (?:off|away from)\b|\bmigrat\w* (?:to|from)\b"
-    r"|\bdrop\w*\b|\bscrap\w*\b|\bfrom now on\b|\brather than\b|\bstop using\b"
-    r"|[,;(—–-]\s*(?:not|never|no|nicht|kein|pas)\b|\bstatt\b|\banstatt\b|\bstattdessen\b"
-    r"|\bnicht mehr\b|\bab sofort\b|\bnur noch\b|\ben (?:lugar|vez) de\b|\bya no\b"
-    r"|\ba partir de ahora\b|\bau lieu de\b|\bplutôt que\b|\bdésormais\b|\bne \w+ plus\b",
+# Cues that name what is replaced right after them ("…, not black", "instead of Celery",
+# "no longer X", "switch from X"), and cues that name what replaces it ("from now on Y",
+# "switch to Y", "ab sofort Y").
+_REPLACED_RE = re.compile(
+    r"\binstead of\b|\bno longer(?: use)?\b|\breplac\w*\b|\bswitch\w* (?:away )?from\b"
+    r"|\bmov\w* (?:off|away from)\b|\bmigrat\w* (?:away )?from\b|\bdrop\w*\b|\bscrap\w*\b"
+    r"|\brather than\b|\bstop using\b|\bprefer\w*\b.{1,40}?\bover\b"
+    r"|[,;(—–-]\s*(?:not|never|no|nicht|kein|pas)\b"
+    r"|\b(?:an)?statt\b|\bnicht mehr\b|\ben (?:lugar|vez) de\b|\bya no\b|\bau lieu de\b"
+    r"|\bplutôt que\b|\bne \w+ plus\b",
     re.IGNORECASE,
 )
+_REPLACING_RE = re.compile(
+    r"\binstead\b(?! of)|\bfrom now on\b|\bgoing forward\b|\bswitch\w*\b.{0,30}?\bto\b"
+    r"|\bmigrat\w* to\b|\bmov\w* to\b|\bstattdessen\b|\bab (?:sofort|jetzt)\b|\bnur noch\b"
+    r"|\ba partir de ahora\b|\bdésormais\b|\bà partir de maintenant\b",
+    re.IGNORECASE,
+)
+_OBJECT_CHARS = 40  # how far after a cue its object is looked for
 _NEGATION_RE = re.compile(
     r"\b(?:never|don'?t|do not|doesn'?t|does not|no|not|avoid|stop|nie|niemals|nicht|kein\w*|"
     r"nunca|jamás|jamais|ne)\b",
@@ -151,12 +161,15 @@ def judge_pair(new: str, old: str, cosine: float | None = None) -> _Pair:
         same = same and cosine >= SAME_SUBJECT_COSINE
     if not same:
         return _Pair(False, False, False, False, "")
-    cue = _REPLACE_RE.search(new)
-    replaces = cue is not None
-    # Strong: the words after the cue name something of the old note ("not black").
-    strong = any(bool(content_words(new[m.end() : m.end() + 40]) & theirs) for m in _cues(new))
     names_new, names_old = _names(new), _names(old)
-    differ = bool(names_new - names_old) and bool(names_old - names_new)
+    # Replaced: a cue whose object the old note affirms (and does not itself reject:
+    # two notes that both say "instead of polling" replace nothing of each other).
+    affirmed = theirs - _objects(old, _REPLACED_RE)
+    strong = bool(_objects(new, _REPLACED_RE) & affirmed)
+    # Replacing: a cue naming something new, that the old note does not name.
+    replacing = bool(_objects(new, _REPLACING_RE) - theirs)
+    replaces = strong or replacing
+    differ = _same_slot(new, names_new - names_old, old, names_old - names_new)
     polarity = _negated(new) != _negated(old) and similar >= NEAR_SAME
     opposite = replaces or polarity or differ
     why = (
@@ -167,11 +180,35 @@ def judge_pair(new: str, old: str, cosine: float | None = None) -> _Pair:
         else f"names {', '.join(sorted(names_new - names_old)[:3])} instead of "
         f"{', '.join(sorted(names_old - names_new)[:3])}"
     )
-    return _Pair(True, replaces, replaces and strong, opposite, why)
+    return _Pair(True, replaces, strong, opposite, why)
 
 
-def _cues(text: str) -> Iterable[re.Match[str]]:
-    return _REPLACE_RE.finditer(text)
+def _around(text: str, name: str) -> frozenset[str]:
+    """The content word nearest to ``name`` in ``text`` on each side."""
+    words = [w.lower().strip(".,;:()") for w in re.findall(r"[\w.+/-]+", text)]
+    out: set[str] = set()
+    for i, word in enumerate(words):
+        if word != name:
+            continue
+        for side in (reversed(words[:i]), words[i + 1 :]):
+            near = [w for w in (next(iter(content_words(x)), "") for x in side) if w][:1]
+            out.update(near)
+    return frozenset(out)
+
+
+def _same_slot(new: str, mine: frozenset[str], old: str, theirs: frozenset[str]) -> bool:
+    """Whether a name only the new text has stands where a name only the old one has
+    ("RQ for background jobs" against "Celery for background jobs"; not "Kafka for the
+    api queue" against "Redis for the worker queue")."""
+    return any(_around(new, a) & _around(old, b) - mine - theirs for a in mine for b in theirs)
+
+
+def _objects(text: str, cues: re.Pattern[str]) -> frozenset[str]:
+    """The content words right after each cue of ``cues`` in ``text``."""
+    out: set[str] = set()
+    for m in cues.finditer(text):
+        out |= content_words(text[m.end() : m.end() + _OBJECT_CHARS])
+    return frozenset(out)
 
 
 def _candidates(config: Config, new_path: str, text: str) -> list[Note]:
@@ -230,10 +267,14 @@ def judge(
     """
     verdicts: dict[str, Verdict] = {}
     if kind in DURABLE_KINDS:
-        # Words first (cheap, every candidate), then vectors for those that pass.
+        # Words first (cheap, every candidate), then vectors for those that pass; the
+        # closest few only: a new decision replaces one thing, not a whole folder.
+        words = content_words(text)
         near = [
             n for n in _candidates(config, new_path, text) if judge_pair(text, _statement(n)).same
         ]
+        near.sort(key=lambda n: (-overlap(words, content_words(_statement(n))), n.path))
+        near = near[:MAX_VERDICTS]
         for note, cosine in zip(near, _cosines(embedder, text, near), strict=True):
             pair = judge_pair(text, _statement(note), cosine)
             if pair.same and pair.opposite:
@@ -277,20 +318,22 @@ def _claimed(config: Config, path: str, text: str, found: Verdict | None) -> Ver
     return Verdict(path, "related", review=review, reason=f"the model's claim alone ({who})")
 
 
-def apply_verdicts(config: Config, new_path: str, verdicts: Sequence[Verdict]) -> list[str]:
-    """Write the verdicts: the links (through :func:`vaultmem.memory.links.link`, which
-    lowers the older note's confidence for ``contradicts`` and marks a superseded note),
-    then the review lines on the new note. Returns the notes changed."""
+def apply_verdicts(
+    config: Config, new_path: str, verdicts: Sequence[Verdict], related: Sequence[str] = ()
+) -> list[str]:
+    """Write the verdicts, and ``related`` links to ``related`` notes: the links (through
+    :func:`vaultmem.memory.links.link_all`, which lowers the older note's confidence for
+    ``contradicts`` and marks a superseded note), then the review lines on the new note,
+    all under one lock and one re-index. Returns the notes changed."""
     from vaultmem.lookup import note_names
-    from vaultmem.memory.links import link
-    from vaultmem.memory.writeback import edit_notes, wikilink
+    from vaultmem.memory.links import link_all
+    from vaultmem.memory.writeback import wikilink
     from vaultmem.vault import LinkResolver
 
-    changed: list[str] = []
-    for verdict in verdicts:
-        done = link(config, new_path, verdict.path, verdict.relation)
-        changed.extend(p for p in done.written if p not in changed)
+    targets = [(p, "related") for p in related if p not in {v.path for v in verdicts}]
+    targets += [(v.path, v.relation) for v in verdicts]
     lines = [v for v in verdicts if v.review]
+    flag = None
     if lines:
         resolver = LinkResolver(note_names(config))
         reviews = [v.review.format(link=wikilink(v.path, resolver)) for v in lines]
@@ -300,7 +343,9 @@ def apply_verdicts(config: Config, new_path: str, verdicts: Sequence[Verdict]) -
             items = [have] if isinstance(have, str) else list(have or [])
             return {"needs_review": [*items, *(r for r in reviews if r not in items)]}
 
-        edit_notes(config, [new_path], flag, what="review flag")
-        if new_path not in changed:
-            changed.append(new_path)
+    if not targets and flag is None:
+        return []
+    changed: list[str] = [new_path] if flag is not None else []
+    for done in link_all(config, new_path, targets, flag):
+        changed.extend(p for p in done.written if p not in changed)
     return changed

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,7 @@ __all__ = [
     "Suggestion",
     "dangling_links",
     "link",
+    "link_all",
     "links_of",
     "suggest_links",
     "unlink",
@@ -241,6 +242,53 @@ def link(config: Config, a_path: str, b_path: str, link_type: str = "related") -
     Example:
         >>> link(config, "decisions/New.md", "decisions/Old.md", "supersedes")  # doctest: +SKIP
     """
+    sides = _link_sides(config, a_path, b_path, link_type)
+    edits = _edit_pair(config, a_path, b_path, sides, "link")
+    return LinkChange(a_path, b_path, link_type, edits)
+
+
+def link_all(
+    config: Config,
+    a_path: str,
+    targets: Sequence[tuple[str, str]],
+    then: Callable[[str, dict[Any, Any]], dict[str, object | None]] | None = None,
+) -> tuple[LinkChange, ...]:
+    """:func:`link` from A to each ``(B, link type)`` of ``targets``, then ``then`` on A's
+    frontmatter (more owned-key updates), under one lock acquisition and one re-index
+    (what `extract` writes for a new memory).
+
+    Example:
+        >>> link_all(config, "inbox/n.md", [("decisions/Old.md", "contradicts")])  # doctest: +SKIP
+    """
+    done: list[LinkChange] = []
+    changed: list[str] = []
+    with locked(config, "link"):
+        resolver = LinkResolver(note_names(config))
+        try:
+            for b_path, link_type in targets:
+                if b_path == a_path:
+                    raise NoteError(f"{a_path}: a note cannot link to itself")
+                sides = _link_sides(config, a_path, b_path, link_type)
+                paths = (a_path, b_path)
+                results = edit_notes_locked(config, paths, _applying(sides, resolver))
+                changed += [p for p, r in zip(paths, results, strict=True) if r.changed]
+                done.append(LinkChange(a_path, b_path, link_type, _edits(paths, results)))
+            if then is not None and edit_notes_locked(config, [a_path], then)[0].changed:
+                changed.append(a_path)
+        finally:
+            if changed:
+                refresh_paths(config, list(dict.fromkeys(changed)))
+    return tuple(done)
+
+
+def _applying(
+    sides: Mapping[str, _Side], resolver: LinkResolver
+) -> Callable[[str, dict[Any, Any]], dict[str, object | None]]:
+    return lambda path, meta: sides[path](meta, resolver)
+
+
+def _link_sides(config: Config, a_path: str, b_path: str, link_type: str) -> dict[str, _Side]:
+    """What `link` writes on each end (see :func:`link`)."""
     _check_type(link_type)
     pair = PAIRED.get(link_type)
 
@@ -258,8 +306,7 @@ def link(config: Config, a_path: str, b_path: str, link_type: str = "related") -
     sides: dict[str, _Side] = {a_path: on_a, b_path: on_b}
     if link_type == "contradicts":
         sides = _lowering_older(config, a_path, b_path, sides)
-    edits = _edit_pair(config, a_path, b_path, sides, "link")
-    return LinkChange(a_path, b_path, link_type, edits)
+    return sides
 
 
 # --- confidence (SPEC §5): a contradiction lowers the older note's confidence ----------
