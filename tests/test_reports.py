@@ -210,3 +210,25 @@ def test_reflect_finds_themes_antipatterns_use_and_clusters(
 def test_reflect_days_must_be_positive(cli: Cli) -> None:
     result = cli("reflect", "--days", "0", ok=False)
     assert result.exit_code == 2 and "--days" in result.stderr and "0" in result.stderr
+
+
+def test_curate_and_reflect_are_read_only_mcp_tools(vault: Path, cli: Cli) -> None:
+    from test_mcp import _data
+    from test_mcp_parity import _session
+
+    cli("index")
+    cli_report = json.loads(cli("curate", "--json").stdout)
+
+    async def body(client) -> None:  # noqa: ANN001
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["curate"].annotations.read_only_hint is True
+        assert tools["reflect"].annotations.read_only_hint is True
+        report = _data(await client.call_tool("curate", {}))
+        assert report["proposals"] == cli_report["proposals"]
+        assert report["health"] == cli_report["health"]
+        reflection = _data(await client.call_tool("reflect", {"days": 60}))
+        assert reflection["days"] == 60 and reflection["themes"]
+        refused = await client.call_tool("reflect", {"days": 0})
+        assert refused.is_error
+
+    _session(vault, body)

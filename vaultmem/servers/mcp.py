@@ -48,8 +48,10 @@ from vaultmem.model import (
     MAX_LIMIT,
     NOTE_ACTIONS,
     SEARCH_MODES,
+    CurateRequest,
     Filters,
     Hit,
+    ReflectRequest,
     RememberRequest,
     SearchRequest,
     split_names,
@@ -117,6 +119,7 @@ def make_server(vault: OpenVault, *, clock: Clock = _utc_now) -> MCPServer:
     )
     _read_tools(server, vault, clock)
     _more_read_tools(server, vault, clock)
+    _report_tools(server, vault, clock)
     _write_tools(server, vault, clock)
     _link_tool(server, vault)
     _note_resource(server, vault)
@@ -343,6 +346,32 @@ def _more_read_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
         def work() -> object:
             request = SurfaceRequest(prompt, session, budget, vectors, profile=profile)
             return api.surface(vault, request, now=clock()).as_json()
+
+        return _answer(work)
+
+
+def _report_tools(server: MCPServer, vault: OpenVault, clock: Clock) -> None:
+    @server.tool(
+        description=(
+            "Maintenance proposals, each with the exact vaultmem command that applies it "
+            "(pin, snooze, forget, consolidate, review, orphan links), and retrieval-health "
+            "probes. Applies nothing."
+        ),
+        annotations=READ,
+    )
+    def curate(vectors: Annotated[bool | None, Field(strict=True)] = None) -> CallToolResult:
+        return _answer(lambda: api.curate(vault, CurateRequest(vectors), now=clock()).as_json())
+
+    @server.tool(
+        description=(
+            "Recurring themes, antipatterns, the notes used most and clusters across "
+            "sessions over the last days."
+        ),
+        annotations=READ,
+    )
+    def reflect(days: Count = 14, limit: Count = 10) -> CallToolResult:
+        def work() -> object:
+            return api.reflect(vault, ReflectRequest(days, limit), now=clock()).as_json()
 
         return _answer(work)
 
