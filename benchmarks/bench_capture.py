@@ -8,6 +8,8 @@
     {"session": "session-01-...", "memories": [{"type", "text", "keywords"}],
      "not_memories": ["..."]}
 
+(``session`` names its transcript, with or without ``.jsonl``.)
+
 Each session is run through :func:`vaultmem.agent.extract.extract_transcript` as a dry run
 (what would be written, nothing is) on a fresh copy of example-vault: the phrase rules,
 and with ``--llm`` also SmolLM2-135M on llama-cpp-python's server (the endpoint the tests
@@ -163,7 +165,8 @@ def run(data: Path, llm_url: str | None) -> Score:
         config = load(vault_flag=str(vault), env={"HOME": str(vault.parent)}, cwd=vault)
         llm = LLMClient(LLMConfig(url=llm_url, model="smollm2", timeout=300)) if llm_url else None
         for gold in golds:
-            transcript = data / f"{gold['session']}.jsonl"
+            name = gold["session"]
+            transcript = data / (name if name.endswith(".jsonl") else f"{name}.jsonl")
             start = time.perf_counter()
             report = extract_transcript(config, transcript, llm=llm, now=NOW, dry_run=True)
             score.seconds.append(time.perf_counter() - start)
