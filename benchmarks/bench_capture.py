@@ -146,6 +146,11 @@ def score_session(score: Score, gold: dict, captured: list[tuple[str, str]]) -> 
             score.misses.append(f"{gold['session']}: [{m['type']}] {m['text']}")
 
 
+def transcript_of(data: Path, session: str) -> Path:
+    """The transcript a gold line's ``session`` names (with or without ``.jsonl``)."""
+    return data / (session if session.endswith(".jsonl") else f"{session}.jsonl")
+
+
 @contextmanager
 def scratch_vault() -> Iterator[Path]:
     """A fresh copy of example-vault (its cache left behind)."""
@@ -165,8 +170,7 @@ def run(data: Path, llm_url: str | None) -> Score:
         config = load(vault_flag=str(vault), env={"HOME": str(vault.parent)}, cwd=vault)
         llm = LLMClient(LLMConfig(url=llm_url, model="smollm2", timeout=300)) if llm_url else None
         for gold in golds:
-            name = gold["session"]
-            transcript = data / (name if name.endswith(".jsonl") else f"{name}.jsonl")
+            transcript = transcript_of(data, gold["session"])
             start = time.perf_counter()
             report = extract_transcript(config, transcript, llm=llm, now=NOW, dry_run=True)
             score.seconds.append(time.perf_counter() - start)

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_capture import DATA, holds  # noqa: E402
+from bench_capture import DATA, holds, transcript_of  # noqa: E402
 
 from vaultmem.agent.capture_rules import _cue, clean, sentences  # noqa: E402
 from vaultmem.agent.extract import turn_chunks  # noqa: E402
@@ -110,7 +110,7 @@ def main() -> None:
     rows = []
     for line in (args.data / "gold.jsonl").read_text().splitlines():
         gold = json.loads(line)
-        for chunk in turn_chunks(read_entries(args.data / f"{gold['session']}.jsonl")):
+        for chunk in turn_chunks(read_entries(transcript_of(args.data, gold["session"]))):
             for turn in chunk.turns:
                 for sentence in sentences(turn.text):
                     text = clean(sentence)
