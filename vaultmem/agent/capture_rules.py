@@ -29,6 +29,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vaultmem.agent.redact import REDACTED
 from vaultmem.subjects import content_words
 
 __all__ = [
@@ -118,8 +119,9 @@ def clean(sentence: str) -> str:
 
 
 def _codey(text: str) -> bool:
-    """A line of code or config rather than a sentence."""
-    outside = re.sub(r"`[^`]*`", "", text)
+    """A line of code or config rather than a sentence (inline code and redaction marks
+    do not count)."""
+    outside = re.sub(r"`[^`]*`", "", text).replace(REDACTED, "")
     return len(_CODEY_RE.findall(outside)) >= 4 or outside.rstrip().endswith(("{", ";", ":"))
 
 
