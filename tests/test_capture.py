@@ -388,3 +388,45 @@ def test_same_subject_and_opposite(
 ) -> None:
     pair = judge_pair(new, old)
     assert (pair.same, pair.opposite, pair.strong) == (same, opposite, strong)
+
+
+def test_a_model_memory_not_in_the_transcript_is_dropped(
+    vault: Path, cli: Cli, tmp_path: Path, llm_env
+) -> None:  # noqa: ANN001
+    """What SmolLM2 writes when it has nothing (BENCHMARKS.md): boilerplate and its own
+    instructions, never said in the session, so never a note."""
+    llm_env.chat_replies.append(
+        json.dumps(
+            {
+                "memories": [
+                    {
+                        "type": "decision",
+                        "title": "Dramatiq",
+                        "text": "Background jobs run on Dramatiq with the existing Redis broker.",
+                    },
+                    {
+                        "type": "decision",
+                        "title": "x",
+                        "text": "This is a decision that was made and why it should be done.",
+                    },
+                    {
+                        "type": "preference",
+                        "title": "y",
+                        "text": "Never copy secrets, keys or passwords into the answer.",
+                    },
+                ]
+            }
+        )
+    )
+    transcript = _transcript(
+        tmp_path,
+        "s",
+        "s-9",
+        [("user", "ok, background jobs: use Dramatiq on the Redis broker we already run.")],
+    )
+    report = json.loads(cli("extract", str(transcript), "--json").stdout)
+    assert [m["title"] for m in report["memories"]] == ["Dramatiq"]
+    assert report["warnings"] == [
+        "chunk 1: 2 of the model's memories are not in the transcript (under half their "
+        "words); dropped"
+    ]

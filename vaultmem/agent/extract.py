@@ -54,6 +54,7 @@ __all__ = [
     "Extracted",
     "capture_lock",
     "chunks",
+    "grounded",
     "extract_transcript",
     "rule_candidates",
     "turn_chunks",
@@ -263,6 +264,21 @@ def llm_candidates(config: Config, llm: LLMClient, chunk: Chunk) -> list[Candida
     return [replace(c, said_at=_said_at(chunk.turns, c.text)) for c in found]
 
 
+GROUNDED = 0.5  # share of a model memory's content words the chunk must hold
+
+
+def grounded(text: str, chunk: str) -> bool:
+    """Whether a model's memory was said in the chunk: at least half of its content
+    words occur there. A small model writes boilerplate ("This is a decision that was
+    made…") or copies its instructions; SmolLM2-135M's false memories on the capture
+    benchmark fail this, its true ones pass (BENCHMARKS.md). A memory the model
+    translated out of the chunk's language can fail it too."""
+    from vaultmem.subjects import content_words
+
+    words = content_words(text)
+    return bool(words) and len(words & content_words(chunk)) >= GROUNDED * len(words)
+
+
 def _said_at(turns: Sequence[Said], text: str) -> str | None:
     """When a model's memory was said: the time of the turn sharing most words with it."""
     from vaultmem.subjects import content_words
@@ -461,6 +477,13 @@ def extract_transcript(
                 try:
                     found = llm_candidates(config, llm, chunk)
                     modes.add("llm")
+                    kept = [c for c in found if grounded(c.text, chunk.text)]
+                    if len(kept) < len(found):
+                        warnings.append(
+                            f"chunk {count}: {len(found) - len(kept)} of the model's memories "
+                            "are not in the transcript (under half their words); dropped"
+                        )
+                    found = kept
                 except (EndpointError, JSONReplyError) as exc:
                     warnings.append(f"chunk {count}: {exc}; phrase rules used instead")
                     if isinstance(exc, EndpointError):
