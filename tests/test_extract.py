@@ -235,16 +235,30 @@ def test_llm_extraction_writes_exactly_what_the_model_said(vault: Path, cli: Cli
     got = [(m["type"], m["title"], m["text"], m["supersedes"]) for m in report["memories"]]
     want = LLM_REPLY["memories"]
     assert got == [
-        ("decision", want[0]["title"], want[0]["text"], "decisions/Redis for caching.md"),
+        ("decision", want[0]["title"], want[0]["text"], None),
         ("preference", want[1]["title"], want[1]["text"], None),
         ("antipattern", want[3]["title"], want[3]["text"], None),
     ]
     meta, body = _note(vault, report["memories"][0]["path"])
     assert meta["title"] == "Sessions in Redis db 2" and meta["type"] == "decision"
-    assert meta["supersedes"] == ["[[Redis for caching]]"]
     assert "# Sessions in Redis db 2" in body and want[0]["text"] in body
+    # The model's claim alone supersedes nothing, and never a note a person wrote: the
+    # two are linked related, and the claim waits for a person in review.
+    assert "supersedes" not in meta
+    assert meta["related"] == ["[[Redis for caching]]"]
+    assert meta["needs_review"] == [
+        "the model says this replaces [[Redis for caching]]; not applied (a person's note)"
+    ]
+    assert report["memories"][0]["review"] == [
+        {
+            "path": "decisions/Redis for caching.md",
+            "relation": "related",
+            "reason": "the model's claim alone (a person's note)",
+        }
+    ]
     old, _ = _note(vault, "decisions/Redis for caching.md")
-    assert old["status"] == "superseded"
+    assert old.get("status", "active") == "active"
+    assert "superseded_by" not in old and old["confidence"] == 0.85
     (chat,) = [r for r in llm_env.requests if r.path.endswith("/chat/completions")]
     fmt = chat.body["response_format"]
     assert fmt["type"] == "json_object"

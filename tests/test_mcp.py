@@ -29,6 +29,7 @@ from tests.local_server import free_port
 
 TOOLS = {"search", "get", "remember", "reinforce", "flag", "links", "status", "timeline"}
 TOOLS |= {"similar", "surface", "link"}  # tests/test_mcp_parity.py
+TOOLS |= {"curate", "reflect"}  # tests/test_reports.py
 REDIS = "decisions/Redis for caching.md"
 
 

@@ -291,3 +291,37 @@ class RememberRequest:
                 raise RequestError(f"unknown type {self.type!r}; one of: {', '.join(NOTE_TYPES)}")
             object.__setattr__(self, "type", kind)
         object.__setattr__(self, "tags", check_texts(parse_tags(self.tags), "tags"))
+
+
+@dataclass(frozen=True)
+class ReflectRequest:
+    """A reflection over the last ``days`` (1 to 3650), at most ``limit`` items a part.
+
+    Example:
+        >>> ReflectRequest(days=30).days
+        30
+    """
+
+    days: int = 14
+    limit: int = 10
+
+    def __post_init__(self) -> None:
+        check_limit(self.days, "days", most=3650)
+        check_limit(self.limit)
+
+
+@dataclass(frozen=True)
+class CurateRequest:
+    """A maintenance report; ``vectors``: use the vault's vectors for the vector probe and
+    the consolidation candidates (None: when the vault has vectors of its embedder).
+
+    Example:
+        >>> CurateRequest(vectors=False).vectors
+        False
+    """
+
+    vectors: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.vectors is not None and not isinstance(self.vectors, bool):
+            raise RequestError(f"vectors must be true, false or null, not {self.vectors!r}")

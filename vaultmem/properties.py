@@ -67,6 +67,8 @@ UNDO_KEYS: dict[str, str] = {
 PROPERTY_TYPES: dict[str, PropType] = {
     "type": PropType.TEXT,
     "confidence": PropType.NUMBER,
+    # What contradictions still linked took from `confidence`; `unlink` gives it back.
+    "confidence_lost": PropType.NUMBER,
     "half_life": PropType.TEXT,
     "pinned": PropType.CHECKBOX,
     UNDO_KEYS["pinned"]: PropType.TEXT,
@@ -87,6 +89,13 @@ PROPERTY_TYPES: dict[str, PropType] = {
     # Written by people only (vocabulary.RULE_KEYS): vaultmem reads them, never writes them.
     "applies_to": PropType.MULTITEXT,
     "enforce": PropType.TEXT,
+    # Where a memory `extract` wrote came from: the session, its project, when it was
+    # said. A note with a source_session was written by vaultmem, not by a person.
+    "source_session": PropType.TEXT,
+    "source_project": PropType.TEXT,
+    "source_time": PropType.DATETIME,
+    # Why a person should look at the note (each item names the other note as a link).
+    "needs_review": PropType.MULTITEXT,
     **dict.fromkeys(LINK_TYPES, PropType.MULTITEXT),
 }
 OWNED_KEYS: tuple[str, ...] = tuple(PROPERTY_TYPES)

@@ -76,3 +76,23 @@ def _session_notes(line: str, session: str) -> list[str]:
         return []
     notes = run.get("notes")
     return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
+
+
+def runs(config: Config) -> list[dict[str, Any]]:
+    """Every run the surfacing log holds (the older generation first), each as written:
+    ``{"time", "session", "notes", ...}``; unreadable lines are left out."""
+    current = log_path(config)
+    found: list[dict[str, Any]] = []
+    for path in (current.with_suffix(".jsonl.1"), current):
+        try:
+            lines = path.read_text("utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in lines:
+            try:
+                run = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(run, dict) and isinstance(run.get("notes"), list):
+                found.append(run)
+    return found

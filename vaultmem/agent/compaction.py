@@ -155,15 +155,15 @@ def compaction_state(path: Path) -> CompactState:
     request, the decisions, preferences and antipatterns `extract`'s rules find in it
     (the latest :data:`MAX_DECISIONS`), the files edited (latest first) and the open
     questions."""
-    from vaultmem.agent.extract import chunks, rule_candidates
+    from vaultmem.agent.extract import rule_candidates, turn_chunks
 
     reading = _Reading()
     size = check_transcript(path)
     said: list[str] = []
-    for chunk in chunks(reading.prose(read_entries(path, end=size))):
+    for chunk in turn_chunks(reading.prose(read_entries(path, end=size))):
         said.extend(
             _line(c.text if c.type == "decision" else f"{c.type}: {c.text}")
-            for c in rule_candidates(chunk)
+            for c in rule_candidates(chunk.turns)
             if c.type in _KINDS
         )
     files = [_relative(f, reading.cwd) for f in reversed(reading.files)]

@@ -25,9 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vaultmem.agent.capture_rules import MAX_CHARS, MIN_CHARS, Said, spot
 from vaultmem.agent.transcript import (
-    BULLET_RE,
-    FENCE_RE,
     MAX_ENTRY_BYTES,
     Entry,
     TranscriptState,
@@ -41,24 +40,28 @@ from vaultmem.config import Config
 from vaultmem.errors import EndpointError, IndexStateError, VaultmemError
 
 if TYPE_CHECKING:
+    from vaultmem.agent.capture_links import Provenance
     from vaultmem.inference.base import Embedder
     from vaultmem.inference.llm import LLMClient
+    from vaultmem.memory.contradictions import Verdict
 
 __all__ = [
     "CHUNK_CHARS",
     "EXTRACT_SCHEMA",
     "Candidate",
+    "Chunk",
     "ExtractReport",
     "Extracted",
     "capture_lock",
     "chunks",
+    "grounded",
     "extract_transcript",
     "rule_candidates",
+    "turn_chunks",
 ]
 
 CHUNK_CHARS = 6000
 MAX_PER_CHUNK = 8
-MIN_CHARS, MAX_CHARS = 20, 600
 NOTES_IN_PROMPT = 8
 MAX_STATE_NOTES = 200
 TEMPLATE = "prompts/extract.j2"
@@ -96,6 +99,7 @@ class Candidate:
     text: str
     title: str | None = None
     supersedes: str | None = None  # a note name, as the model wrote it
+    said_at: str | None = None  # the timestamp of the turn it was said in (ISO text)
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,8 @@ class Extracted:
     duplicate_of: str | None = None
     refines: tuple[str, ...] = ()
     supersedes: str | None = None
+    related: tuple[str, ...] = ()  # surfaced notes of the session that the text names
+    verdicts: tuple[Verdict, ...] = ()  # contradictions, and claims left for review
 
     def as_json(self) -> dict[str, object]:
         """One memory of ``extract --json``."""
@@ -116,11 +122,15 @@ class Extracted:
             "type": c.type,
             "title": c.title,
             "text": c.text,
+            "said_at": c.said_at,
             "path": self.path,
             "created": self.created,
             "duplicate_of": self.duplicate_of,
             "refines": list(self.refines),
             "supersedes": self.supersedes,
+            "related": list(self.related),
+            "contradicts": [v.path for v in self.verdicts if v.relation == "contradicts"],
+            "review": [v.as_json() for v in self.verdicts if v.review],
         }
 
 
@@ -161,22 +171,39 @@ def _label(entry: Entry) -> str:
     return {"user": "User", "assistant": "Assistant"}.get(entry.role, "Speaker")
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """A run of turns: as one text for a model (``Role: text`` blocks) and turn by turn
+    for the rules."""
+
+    text: str
+    turns: tuple[Said, ...]
+
+
 def chunks(entries: Iterable[Entry], size: int = CHUNK_CHARS) -> Iterator[str]:
     """The prose of ``entries`` (redacted when read) as ``Role: text`` blocks, about
     ``size`` chars a chunk (a longer turn is cut at paragraph or line ends)."""
+    return (chunk.text for chunk in turn_chunks(entries, size))
+
+
+def turn_chunks(entries: Iterable[Entry], size: int = CHUNK_CHARS) -> Iterator[Chunk]:
+    """:func:`chunks`, each with the turns (speaker, text, time) it holds."""
     parts: list[str] = []
+    turns: list[Said] = []
     used = 0
     for entry in entries:
         if not entry.prose:
             continue
         for piece in _pieces(f"{_label(entry)}: {entry.text.strip()}", size):
             if parts and used + len(piece) > size:
-                yield "\n\n".join(parts)
-                parts, used = [], 0
+                yield Chunk("\n\n".join(parts), tuple(turns))
+                parts, turns, used = [], [], 0
             parts.append(piece)
+            text = _LABEL_RE.sub("", piece) if piece.startswith(f"{_label(entry)}: ") else piece
+            turns.append(Said(entry.role, text, entry.timestamp))
             used += len(piece) + 2
     if parts:
-        yield "\n\n".join(parts)
+        yield Chunk("\n\n".join(parts), tuple(turns))
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
@@ -192,41 +219,15 @@ def _pieces(text: str, size: int) -> Iterator[str]:
 
 # --------------------------------------------------------------------------- rules
 
-_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern, re.IGNORECASE))
-    for kind, pattern in (
-        ("antipattern", r"\b(?:don'?t|do not|never)\b.{3,}\bagain\b"),
-        ("antipattern", r"\b(?:avoid|stop)\b.{3,}\bbecause\b"),
-        (
-            "decision",
-            r"\b(?:we|i)(?:'ve| have)? (?:decided|agreed|settled on|chose|chosen)\b"
-            r"|\blet'?s go with\b|\bwe(?:'ll| will) go with\b|\bdecision:",
-        ),
-        ("decision", r"\binstead of\b.{3,}\bbecause\b"),
-        (
-            "preference",
-            r"\b(?:i|we) (?:prefer|always want|never want|like to)\b|\bprefer\b.{3,}\bover\b",
-        ),
-        ("preference", r"^(?:please )?(?:always|never)\b"),
-        ("observation", r"\b(?:it )?turns out\b|\bthe root cause\b|\broot cause (?:was|is)\b"),
-    )
-)
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
 _LABEL_RE = re.compile(r"^(?:User|Assistant|Speaker): ")
 
 
-def rule_candidates(chunk: str) -> list[Candidate]:
-    """Memories the phrase rules find in ``chunk`` (one per matching sentence)."""
-    found: list[Candidate] = []
-    for sentence in _SENTENCE_RE.split(FENCE_RE.sub("\n", chunk)):
-        text = BULLET_RE.sub("", _LABEL_RE.sub("", sentence.strip())).strip()
-        if not MIN_CHARS <= len(text) <= MAX_CHARS or text.endswith("?"):
-            continue
-        for kind, pattern in _RULES:
-            if pattern.search(text):
-                found.append(Candidate(kind, text))
-                break
-    return found
+def rule_candidates(turns: Sequence[Said]) -> list[Candidate]:
+    """Memories the offline rules (:mod:`vaultmem.agent.capture_rules`) find in ``turns``."""
+    return [
+        Candidate(found.kind, found.text, said_at=turns[found.turn].timestamp)
+        for found in spot(turns)
+    ]
 
 
 # --------------------------------------------------------------------------- LLM
@@ -243,7 +244,7 @@ def _related_notes(config: Config, chunk: str) -> list[dict[str, str]]:
     return [{"title": h.title, "path": h.path, "type": h.type} for h in hits]
 
 
-def llm_candidates(config: Config, llm: LLMClient, chunk: str) -> list[Candidate]:
+def llm_candidates(config: Config, llm: LLMClient, chunk: Chunk) -> list[Candidate]:
     """Memories the model finds in ``chunk``; raises EndpointError / JSONReplyError."""
     from vaultmem.inference.llm import parse_json_reply
     from vaultmem.prompts import render
@@ -251,15 +252,43 @@ def llm_candidates(config: Config, llm: LLMClient, chunk: str) -> list[Candidate
     prompt = render(
         config,
         TEMPLATE,
-        transcript=chunk,
-        notes=_related_notes(config, chunk),
+        transcript=chunk.text,
+        notes=_related_notes(config, chunk.text),
         kinds=KINDS,
         max_items=MAX_PER_CHUNK,
     )
     reply = llm.chat([{"role": "user", "content": prompt}], json_mode=True, schema=EXTRACT_SCHEMA)
     data = parse_json_reply(reply, expect=dict)
     items = data.get("memories")
-    return [c for c in map(_candidate, items if isinstance(items, list) else []) if c]
+    found = [c for c in map(_candidate, items if isinstance(items, list) else []) if c]
+    return [replace(c, said_at=_said_at(chunk.turns, c.text)) for c in found]
+
+
+GROUNDED = 0.5  # share of a model memory's content words the chunk must hold
+
+
+def grounded(text: str, chunk: str) -> bool:
+    """Whether a model's memory was said in the chunk: at least half of its content
+    words occur there. A small model writes boilerplate ("This is a decision that was
+    made…") or copies its instructions; SmolLM2-135M's false memories on the capture
+    benchmark fail this, its true ones pass (BENCHMARKS.md). A memory the model
+    translated out of the chunk's language can fail it too."""
+    from vaultmem.subjects import content_words
+
+    words = content_words(text)
+    return bool(words) and len(words & content_words(chunk)) >= GROUNDED * len(words)
+
+
+def _said_at(turns: Sequence[Said], text: str) -> str | None:
+    """When a model's memory was said: the time of the turn sharing most words with it."""
+    from vaultmem.subjects import content_words
+
+    words = content_words(text)
+    timed = [t for t in turns if t.timestamp]
+    if not timed:
+        return None
+    best = max(timed, key=lambda t: len(words & content_words(t.text)))
+    return best.timestamp
 
 
 def _candidate(item: Any) -> Candidate | None:
@@ -306,34 +335,82 @@ def _supersedes(config: Config, name: str | None) -> str | None:
         return None
 
 
-def _remember(
-    config: Config, found: Candidate, now: datetime, embedder: Embedder | None
-) -> Extracted | None:
+@dataclass
+class _Capture:
+    """What every memory of one run shares: where and when it is written, and where the
+    session came from (known once the first entry is read)."""
+
+    config: Config
+    now: datetime
+    embedder: Embedder | None
+    reader: _Reader
+    project: str | None = None
+    _provenance: Provenance | None = None
+    _surfaced: tuple[str, ...] | None = None
+
+    @property
+    def provenance(self) -> Provenance:
+        from vaultmem.agent.capture_links import Provenance
+
+        if self._provenance is None:
+            r = self.reader
+            self._provenance = Provenance.of(r.path, r.session, r.cwd, self.project)
+        return self._provenance
+
+    @property
+    def surfaced(self) -> tuple[str, ...]:
+        """The notes `surface` showed in this session (the surfacing log)."""
+        from vaultmem.surface_log import surfaced_in_session
+
+        if self._surfaced is None:
+            found = surfaced_in_session(self.config, self.provenance.session)
+            self._surfaced = tuple(sorted(found))
+        return self._surfaced
+
+
+def _remember(run: _Capture, found: Candidate) -> Extracted | None:
+    """Write one memory with its provenance, link it to the session's notes it names,
+    and check it against the decisions already there."""
+    from vaultmem.agent.capture_links import named_notes
+    from vaultmem.memory.contradictions import apply_verdicts, judge
     from vaultmem.memory.remember import remember
 
+    config = run.config
     # The candidate comes from redacted text only (the transcript as read, or a model
     # that saw nothing else of it), so its text, title and slug need no second pass.
-    old = _supersedes(config, found.supersedes)
+    claim = _supersedes(config, found.supersedes)
     try:
         done = remember(
             config,
             found.text,
-            now=now,
+            now=run.now,
             title=found.title,
             note_type=found.type,
             tags=[TAG],
-            supersedes=old,
-            embedder=embedder,
+            embedder=run.embedder,
+            source=run.provenance.source(found.said_at),
         )
     except ValueError:
         return None  # nothing left to remember (a text that is all [REDACTED])
+    related: list[str] = []
+    verdicts: list[Verdict] = []
+    if done.created:
+        named = named_notes(config, found.text, run.surfaced, run.provenance.project)
+        related = [path for path in named if path != done.path]
+        verdicts = judge(
+            config, done.path, found.text, found.type, embedder=run.embedder, claim=claim
+        )
+        apply_verdicts(config, done.path, verdicts, related)
+    superseded = next((v.path for v in verdicts if v.relation == "supersedes"), None)
     return Extracted(
         found,
         done.path,
         done.created,
         done.duplicate_of,
         tuple(n.path for n in done.refines),
-        done.supersedes,
+        superseded,
+        tuple(related),
+        tuple(verdicts),
     )
 
 
@@ -343,6 +420,8 @@ class _Reader:
     def __init__(self, path: Path, start: int) -> None:
         self.path, self.end, self.count = path, start, 0
         self.last_uuid: str | None = None
+        self.session: str | None = None  # the first session id and folder recorded
+        self.cwd: str | None = None
         self.oversize = 0  # entries over MAX_ENTRY_BYTES, skipped or cut
         self._start = start
 
@@ -351,6 +430,8 @@ class _Reader:
             self.count += 1
             self.end = entry.end
             self.last_uuid = entry.uuid or self.last_uuid
+            self.session = self.session or entry.session
+            self.cwd = self.cwd or entry.cwd
             self.oversize += entry.skipped > 0
             yield entry
 
@@ -363,12 +444,15 @@ def extract_transcript(
     now: datetime,
     dry_run: bool = False,
     embedder: Embedder | None = None,
+    project: str | None = None,
 ) -> ExtractReport:
     """Extract memories from the part of transcript ``path`` not processed yet.
 
     ``llm`` None uses the phrase rules; an endpoint failure switches to them for the
     rest of the run (listed in ``warnings``). ``dry_run`` writes nothing (no notes, no
-    state). Raises TranscriptError for a transcript that is not a regular file, cannot
+    state). Each memory records its session, ``project`` (default: the session's working
+    folder's name) and when it was said (:mod:`vaultmem.agent.capture_links`). Raises
+    TranscriptError for a transcript that is not a regular file, cannot
     be read, or has more than MAX_TRANSCRIPT_BYTES to read.
 
     Example:
@@ -380,28 +464,36 @@ def extract_transcript(
     with capture_lock(config, "extract"):
         state = load_state(config.cache_dir, path)
         reader = _Reader(path, state.offset)
+        run = _Capture(config, now, embedder, reader, project)
         done: list[Extracted] = []
         warnings: list[str] = []
         modes: set[str] = set()
         seen: set[str] = set()
         count = 0
-        for chunk in chunks(reader):
+        for chunk in turn_chunks(reader):
             count += 1
             found: Sequence[Candidate]
             if llm is not None:
                 try:
                     found = llm_candidates(config, llm, chunk)
                     modes.add("llm")
+                    kept = [c for c in found if grounded(c.text, chunk.text)]
+                    if len(kept) < len(found):
+                        warnings.append(
+                            f"chunk {count}: {len(found) - len(kept)} of the model's memories "
+                            "are not in the transcript (under half their words); dropped"
+                        )
+                    found = kept
                 except (EndpointError, JSONReplyError) as exc:
                     warnings.append(f"chunk {count}: {exc}; phrase rules used instead")
                     if isinstance(exc, EndpointError):
                         llm = None  # a dead endpoint is not asked again for every chunk
-                    found = rule_candidates(chunk)
+                    found = rule_candidates(chunk.turns)
                     modes.add("rules")
             else:
-                found = rule_candidates(chunk)
+                found = rule_candidates(chunk.turns)
                 modes.add("rules")
-            done.extend(_keep(config, found, seen, now, embedder, dry_run))
+            done.extend(_keep(run, found, seen, dry_run))
         if reader.oversize:
             what = "1 entry" if reader.oversize == 1 else f"{reader.oversize} entries"
             warnings.append(
@@ -425,12 +517,7 @@ def extract_transcript(
 
 
 def _keep(
-    config: Config,
-    found: Sequence[Candidate],
-    seen: set[str],
-    now: datetime,
-    embedder: Embedder | None,
-    dry_run: bool,
+    run: _Capture, found: Sequence[Candidate], seen: set[str], dry_run: bool
 ) -> Iterator[Extracted]:
     """Remember each new candidate (once per run)."""
     from vaultmem.memory.remember import content_key
@@ -443,7 +530,7 @@ def _keep(
         if dry_run:
             yield Extracted(candidate)
             continue
-        result = _remember(config, candidate, now, embedder)
+        result = _remember(run, candidate)
         if result is not None:
             yield result
 

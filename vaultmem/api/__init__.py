@@ -10,8 +10,9 @@ api`` and call ``api.search(...)``, so this ``__init__`` imports the calls from 
 modules that hold them, and nothing else. :mod:`vaultmem.api.open_vault` holds
 :class:`OpenVault` (what is costly to open, kept while current; the lock every call
 takes), :mod:`vaultmem.api.reads` the calls that read (search, similar, surface, get,
-get_each, list, links, timeline, status) and :mod:`vaultmem.api.writes` those that write
-(remember, reinforce, change, link); :mod:`vaultmem.api.vaults` those over several
+get_each, list, links, timeline, status), :mod:`vaultmem.api.writes` those that write
+(remember, reinforce, change, link), :mod:`vaultmem.api.reports` the whole-vault reports
+that change no note (curate, reflect); :mod:`vaultmem.api.vaults` those over several
 vaults (vault_overview, search_vaults). Like every module of the package it may import the
 features below it (retrieval, memory, agent, lookup, model…), never a front end
 (:mod:`vaultmem.cli`, :mod:`vaultmem.servers`).
@@ -36,6 +37,7 @@ from vaultmem.api.reads import (
     surface,
     timeline,
 )
+from vaultmem.api.reports import curate, reflect
 from vaultmem.api.vaults import (
     VaultHit,
     VaultOverview,
@@ -54,6 +56,7 @@ __all__ = [
     "VaultOverview",
     "VaultsResult",
     "change",
+    "curate",
     "excerpt",
     "get",
     "get_each",
@@ -63,6 +66,7 @@ __all__ = [
     "list_notes",
     "matching_notes",
     "ranking",
+    "reflect",
     "reinforce",
     "remember",
     "resolve_for_write",

@@ -43,6 +43,11 @@ def extract(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Show the memories found; write nothing."
     ),
+    project: str = typer.Option(
+        None,
+        "--project",
+        help="Project recorded on each memory (default: the session's working folder's name).",
+    ),
 ) -> None:
     """Save decisions, preferences, antipatterns and observations from a session transcript.
 
@@ -70,6 +75,7 @@ def extract(
         now=clock(),
         dry_run=dry_run,
         embedder=None if dry_run else vault.duplicate_embedder(),
+        project=project,
     )
     if json_out:
         typer.echo(json.dumps(report.as_json(), ensure_ascii=False))

@@ -38,6 +38,8 @@ SECTIONS: dict[str, dict[str, str]] = {
         "promote": "lifecycle_cmds",
         "gc": "lifecycle_cmds",
         "consolidate": "consolidate_cmds",
+        "curate": "report_cmds",
+        "reflect": "report_cmds",
     },
     "Links": {"link": "link_cmds", "unlink": "link_cmds", "links": "link_cmds"},
     "Agents": {

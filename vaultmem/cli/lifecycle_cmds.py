@@ -153,11 +153,15 @@ def review(
     limit: int = typer.Option(20, "-n", "--limit", min=1, max=10000, help="How many notes."),
     json_out: bool = JSON,
 ) -> None:
-    """Notes in the danger zone: fading (score 0.15-0.35), worth a look before gc.
+    """Notes to look at: flagged ones, then the danger zone (score 0.15-0.35) before gc.
 
-    Highest review priority first (it peaks at score 0.25); snoozed notes are left out.
-    Under a header line, each line shows priority, score, path and title. Touching a
-    note resets its decay.
+    Flagged first: notes with needs_review lines, such as a new decision extract found
+    contradicting an existing one, or a model's claim that a memory replaces a note,
+    which vaultmem did not act on. Settle one with `link NEW OLD -t supersedes` (the new
+    one replaces the old) or `unlink NEW OLD` (no conflict: the old note's confidence
+    comes back). Then the fading notes, highest review priority first (it peaks at score
+    0.25); snoozed notes are left out. Under a header line, each line shows priority,
+    score, path and title. Touching a note resets its decay.
 
     Example:
         vaultmem --vault ~/notes review -n 5
@@ -174,16 +178,25 @@ def review(
                     "title": item.title,
                     "score": round(item.score, 4),
                     "priority": round(item.priority, 4),
+                    "needs_review": list(item.flags),
                 }
             )
         return
     if not items:
         typer.echo("nothing to review", err=True)
         return
+    flagged = [item for item in items if item.flags]
+    for item in flagged:
+        typer.echo(f"check  {item.path}  {item.title}")
+        for flag in item.flags:
+            typer.echo(f"       - {flag}")
+    fading = [item for item in items if not item.flags]
+    if not fading:
+        return
     from vaultmem.cli.columns import cells, left
 
-    wide = max(cells("path"), *(cells(item.path) for item in items))
+    wide = max(cells("path"), *(cells(item.path) for item in fading))
     typer.echo(f"{'priority':>8}  {'score':>5}  {left('path', wide)}  title")
-    for item in items:
+    for item in fading:
         row = f"{item.priority:>8.2f}  {item.score:>5.3f}  {left(item.path, wide)}  {item.title}"
         typer.echo(row)

@@ -130,6 +130,7 @@ _TEXT = (lambda v: isinstance(v, str), "is not text")
 _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "type": _TEXT,
     "confidence": (lambda v: _is_number(v) and 0 <= v <= 1, "is not a number from 0 to 1"),  # type: ignore[operator]
+    "confidence_lost": (lambda v: _is_number(v) and 0 <= v <= 1, "is not a number from 0 to 1"),  # type: ignore[operator]
     "half_life": (_is_half_life, "is not a half-life (30d, 12h, 2w or never)"),
     "pinned": (lambda v: isinstance(v, bool), "is not true or false"),
     "snoozed_until": _TIME,
@@ -145,6 +146,10 @@ _VALID: dict[str, tuple[Callable[[object], bool], str]] = {
     "last_confirmed": _TIME,
     "applies_to": (_is_texts, "is not a glob or command, or a list of them"),
     "enforce": _TEXT,
+    "source_session": _TEXT,
+    "source_project": _TEXT,
+    "source_time": _TIME,
+    "needs_review": (_is_texts, "is not a line of text or a list of them"),
     **dict.fromkeys(OWNED_KEYS[OWNED_KEYS.index("supersedes") :], _LINKS),
     **{
         saved: (_is_saved(key), f"is not a {key} line vaultmem saved")

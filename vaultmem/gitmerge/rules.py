@@ -33,6 +33,10 @@ counted one use from a base of 1 both say 2, and the note has been used 3 times)
 - ``type``, ``half_life`` and the rule keys ``applies_to`` and ``enforce`` are a
   person's choice, and ``archived_from`` (where `gc` took the note from) has one right
   value: both changed differently is a conflict.
+- ``type`` and ``half_life`` are a person's choice: both changed differently is a conflict;
+  so are ``source_session``/``source_project``/``source_time`` (written once, by
+  `extract`) and ``confidence_lost`` (two contradictions of one note on two machines);
+- ``needs_review`` merges as a list of links (each item names the note it is about).
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class Rule(Enum):
 RULES: Mapping[str, Rule] = {
     "type": Rule.ONE_SIDE,
     "confidence": Rule.CONFIDENCE,
+    "confidence_lost": Rule.ONE_SIDE,
     "half_life": Rule.ONE_SIDE,
     "pinned": Rule.NEWER,
     "snoozed_until": Rule.LATER_END,
@@ -92,6 +97,10 @@ RULES: Mapping[str, Rule] = {
     # Rule keys are a person's, like type: both changed differently is a conflict.
     "applies_to": Rule.ONE_SIDE,
     "enforce": Rule.ONE_SIDE,
+    "source_session": Rule.ONE_SIDE,
+    "source_project": Rule.ONE_SIDE,
+    "source_time": Rule.ONE_SIDE,
+    "needs_review": Rule.LINKS,
     **dict.fromkeys(LINK_TYPES, Rule.LINKS),
 }
 

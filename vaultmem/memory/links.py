@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,7 @@ __all__ = [
     "Suggestion",
     "dangling_links",
     "link",
+    "link_all",
     "links_of",
     "suggest_links",
     "unlink",
@@ -69,6 +70,9 @@ PAIRED: Mapping[str, str] = {
 }
 
 SUPERSEDED = "superseded"
+# The owned key holding lines for a person to check; a link settled by hand drops the
+# lines that name the other note.
+REVIEW_KEY = "needs_review"
 # Statuses that say more than "superseded" about where a note is; linking keeps them.
 _KEPT_STATUSES = frozenset({"archived", "forgotten", SUPERSEDED})
 
@@ -244,11 +248,61 @@ def link(config: Config, a_path: str, b_path: str, link_type: str = "related") -
     Example:
         >>> link(config, "decisions/New.md", "decisions/Old.md", "supersedes")  # doctest: +SKIP
     """
+    sides = _link_sides(config, a_path, b_path, link_type)
+    edits = _edit_pair(config, a_path, b_path, sides, "link")
+    return LinkChange(a_path, b_path, link_type, edits)
+
+
+def link_all(
+    config: Config,
+    a_path: str,
+    targets: Sequence[tuple[str, str]],
+    then: Callable[[str, dict[Any, Any]], dict[str, object | None]] | None = None,
+) -> tuple[LinkChange, ...]:
+    """:func:`link` from A to each ``(B, link type)`` of ``targets``, then ``then`` on A's
+    frontmatter (more owned-key updates), under one lock acquisition and one re-index
+    (what `extract` writes for a new memory).
+
+    Example:
+        >>> link_all(config, "inbox/n.md", [("decisions/Old.md", "contradicts")])  # doctest: +SKIP
+    """
+    done: list[LinkChange] = []
+    changed: list[str] = []
+    with locked(config, "link"):
+        resolver = LinkResolver(note_names(config))
+        try:
+            for b_path, link_type in targets:
+                if b_path == a_path:
+                    raise NoteError(f"{a_path}: a note cannot link to itself")
+                sides = _link_sides(config, a_path, b_path, link_type)
+                paths = (a_path, b_path)
+                results = edit_notes_locked(config, paths, _applying(sides, resolver))
+                changed += [p for p, r in zip(paths, results, strict=True) if r.changed]
+                done.append(LinkChange(a_path, b_path, link_type, _edits(paths, results)))
+            if then is not None and edit_notes_locked(config, [a_path], then)[0].changed:
+                changed.append(a_path)
+        finally:
+            if changed:
+                refresh_paths(config, list(dict.fromkeys(changed)))
+    return tuple(done)
+
+
+def _applying(
+    sides: Mapping[str, _Side], resolver: LinkResolver
+) -> Callable[[str, dict[Any, Any]], dict[str, object | None]]:
+    return lambda path, meta: sides[path](meta, resolver)
+
+
+def _link_sides(config: Config, a_path: str, b_path: str, link_type: str) -> dict[str, _Side]:
+    """What `link` writes on each end (see :func:`link`)."""
     _check_type(link_type)
     pair = PAIRED.get(link_type)
 
     def on_a(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
         updates = _added(meta, link_type, b_path, a_path, resolver)
+        if link_type in ("supersedes", "superseded_by"):
+            # A replacement decided by hand settles the review lines about the pair.
+            updates |= _unflagged(meta, b_path, a_path, resolver)
         return updates | (_superseded(meta) if link_type == "superseded_by" else {})
 
     def on_b(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
@@ -258,8 +312,7 @@ def link(config: Config, a_path: str, b_path: str, link_type: str = "related") -
     sides: dict[str, _Side] = {a_path: on_a, b_path: on_b}
     if link_type == "contradicts":
         sides = _lowering_older(config, a_path, b_path, sides)
-    edits = _edit_pair(config, a_path, b_path, sides, "link")
-    return LinkChange(a_path, b_path, link_type, edits)
+    return sides
 
 
 # --- confidence (SPEC §5): a contradiction lowers the older note's confidence ----------
@@ -295,7 +348,10 @@ def unlink(config: Config, a_path: str, b_path: str, link_type: str | None = Non
     """Remove A's links to B of ``link_type`` (every type when None) and their pairs on B.
 
     A list left empty loses its key. A note's ``status`` is left as it is, even when a
-    ``supersedes`` link goes. B's one-way links to A are B's own: ``unlink(B, A)``.
+    ``supersedes`` link goes. B's one-way links to A are B's own: ``unlink(B, A)``. A
+    ``contradicts`` link that goes gives back the confidence it took
+    (:func:`vaultmem.memory.notes.contradiction_undone`), and review lines naming the
+    other note (``needs_review``) are settled on both.
 
     Example:
         >>> unlink(config, "decisions/New.md", "decisions/Old.md")  # doctest: +SKIP
@@ -305,14 +361,66 @@ def unlink(config: Config, a_path: str, b_path: str, link_type: str | None = Non
     types = LINK_TYPES if link_type is None else (link_type,)
     pairs = [PAIRED[t] for t in types if t in PAIRED]
 
+    from functools import cache
+
+    from vaultmem.memory.notes import older_note
+
+    # Only the older note of the pair lost confidence to the link (see `link`).
+    older = cache(lambda: older_note(config, a_path, b_path))
+
     def on_a(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
-        return _removed(meta, types, b_path, a_path, resolver)
+        updates = _removed(meta, types, b_path, a_path, resolver)
+        return _settled(meta, updates, b_path, a_path, resolver, older)
 
     def on_b(meta: dict[Any, Any], resolver: LinkResolver) -> dict[str, object | None]:
-        return _removed(meta, pairs, a_path, b_path, resolver)
+        updates = _removed(meta, pairs, a_path, b_path, resolver)
+        return _settled(meta, updates, a_path, b_path, resolver, older)
 
     edits = _edit_pair(config, a_path, b_path, {a_path: on_a, b_path: on_b}, "unlink")
     return LinkChange(a_path, b_path, link_type, edits)
+
+
+def _settled(
+    meta: Mapping[Any, Any],
+    updates: dict[str, object | None],
+    other: str,
+    source: str,
+    resolver: LinkResolver,
+    older: Callable[[], str | None],
+) -> dict[str, object | None]:
+    """``updates`` of an unlink on ``source``, plus: the confidence a removed
+    ``contradicts`` link took given back (``source`` being the older note of the pair),
+    and the review lines naming ``other`` dropped (the link was settled)."""
+    from vaultmem.memory.notes import contradiction_undone
+
+    if not updates:
+        return updates
+    if "contradicts" in updates and older() == source:
+        left = updates["contradicts"]
+        updates = updates | contradiction_undone(meta, len(left) if isinstance(left, list) else 0)
+    return updates | _unflagged(meta, other, source, resolver)
+
+
+_INLINE_LINK_RE = re.compile(r"\[\[([^\]|#]+)")
+
+
+def _unflagged(
+    meta: Mapping[Any, Any], other: str, source: str, resolver: LinkResolver
+) -> dict[str, object | None]:
+    """``needs_review`` without the lines whose links name ``other`` (None: none left)."""
+    if REVIEW_KEY not in meta:
+        return {}
+    value = meta[REVIEW_KEY]
+    items = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
+    kept = [
+        item
+        for item in items
+        if not any(
+            resolver.resolve_link(m.group(1).strip(), source) == other
+            for m in _INLINE_LINK_RE.finditer(str(item))
+        )
+    ]
+    return {} if len(kept) == len(items) else {REVIEW_KEY: kept or None}
 
 
 # --------------------------------------------------------------------------- reading

@@ -51,7 +51,9 @@ __all__ = [
     "Change",
     "Reinforced",
     "contradiction",
+    "contradiction_undone",
     "forget_notes",
+    "lost_confidence",
     "older_note",
     "pin_notes",
     "reinforce_locked",
@@ -284,10 +286,35 @@ def _born(note: Note) -> tuple[float, int]:
 
 def contradiction(meta: Mapping[Any, Any]) -> dict[str, object]:
     """The owned-key update of a contradiction: ``confidence`` 0.25 lower, floor 0.2
-    (:func:`vaultmem.confidence.contradicted`); nothing else changes."""
+    (:func:`vaultmem.confidence.contradicted`), and what it took added to
+    ``confidence_lost`` so that `unlink` can give it back."""
     before = stored_confidence(meta)
     after = contradicted(before)
-    return {} if after == before else {"confidence": after}
+    if after == before:
+        return {}
+    lost = round(lost_confidence(meta) + before - after, 6)
+    return {"confidence": after, "confidence_lost": lost}
+
+
+def lost_confidence(meta: Mapping[Any, Any]) -> float:
+    """What contradictions still linked took from the note's confidence (0 when none)."""
+    value = meta.get("confidence_lost")
+    if owned_problem("confidence_lost", value) is not None or value is None or value == "":
+        return 0.0
+    return float(value)
+
+
+def contradiction_undone(meta: Mapping[Any, Any], left: int) -> dict[str, object | None]:
+    """The owned-key update when a ``contradicts`` link of the note goes, ``left`` such
+    links remaining: its share of ``confidence_lost`` given back (all of it when none is
+    left), bounded by 1."""
+    lost = lost_confidence(meta)
+    if lost <= 0:
+        return {}
+    back = lost if left <= 0 else round(lost / (left + 1), 6)
+    after = min(1.0, stored_confidence(meta) + back)
+    rest = round(lost - back, 6)
+    return {"confidence": round(after, 6), "confidence_lost": rest if rest > 0 else None}
 
 
 # --------------------------------------------------------------------------- flags

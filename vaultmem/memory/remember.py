@@ -60,6 +60,8 @@ __all__ = [
     "NEAR_DUPLICATE",
     "NearDuplicate",
     "Remembered",
+    "candidate_paths",
+    "Source",
     "content_key",
     "create_note",
     "derive_title",
@@ -150,7 +152,7 @@ class _Duplicates:
     near: tuple[NearDuplicate, ...]
 
 
-def _candidate_paths(config: Config, text: str, folder: str) -> Iterator[str]:
+def candidate_paths(config: Config, text: str, folder: str) -> Iterator[str]:
     """Notes that could hold the same memory: the short- and long-term folders (and the
     target one), then the best BM25 hits anywhere in the vault."""
     # The vault root as a folder would mean reading every note; BM25 covers that case.
@@ -181,7 +183,7 @@ def find_duplicates(config: Config, text: str, folder: str) -> _Duplicates:
     key = content_key(text)
     mine = word_shingles(key)
     near: list[NearDuplicate] = []
-    for path in dict.fromkeys(_candidate_paths(config, text, folder)):
+    for path in dict.fromkeys(candidate_paths(config, text, folder)):
         note = _read(config, path)
         if note is None or note.status in RETIRED_STATUSES:
             continue
@@ -345,6 +347,26 @@ def unique_path(
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where a captured memory came from, written as the owned keys ``source_session``,
+    ``source_project`` and ``source_time`` (`extract` sets them; a note with a
+    ``source_session`` counts as written by vaultmem, not by a person)."""
+
+    session: str
+    project: str | None = None
+    said_at: datetime | None = None
+
+    def keys(self) -> dict[str, Any]:
+        """The frontmatter values (only those known)."""
+        out: dict[str, Any] = {"source_session": self.session}
+        if self.project:
+            out["source_project"] = self.project
+        if self.said_at is not None:
+            out["source_time"] = to_utc(self.said_at).replace(microsecond=0)
+        return out
+
+
+@dataclass(frozen=True)
 class Remembered:
     """What `remember` did.
 
@@ -392,6 +414,7 @@ def _frontmatter(
     tags: Sequence[str],
     note_type: str,
     links: dict[str, list[str]],
+    source: Source | None = None,
 ) -> dict[str, Any]:
     """The new note's frontmatter values, in order."""
     try:
@@ -407,6 +430,8 @@ def _frontmatter(
     meta["created"] = to_utc(now).replace(microsecond=0)
     meta["half_life"] = half_life
     meta["status"] = "active"
+    if source is not None:
+        meta.update(source.keys())
     meta.update({key: value for key, value in links.items() if value})
     return meta
 
@@ -446,10 +471,13 @@ def remember(
     folder: str | None = None,
     supersedes: str | None = None,
     embedder: Embedder | None = None,
+    source: Source | None = None,
 ) -> Remembered:
     """Write ``text`` as a new short-term memory, or reinforce the note that already holds it.
 
     ``embedder``: also look for near duplicates by vector (see the module docstring).
+    ``source``: where the memory was said (written into a new note only; an exact
+    duplicate keeps its own).
 
     ``supersedes`` is the vault path of a note the new memory replaces. Everything runs
     under the vault lock; the written and edited notes are re-indexed before it is
@@ -489,6 +517,7 @@ def remember(
                 near=near,
                 supersedes=supersedes,
                 changed=changed,
+                source=source,
             )
         finally:
             # Even after a failure half-way, what was written is searchable at once.
@@ -530,6 +559,7 @@ def _write_new(
     near: tuple[NearDuplicate, ...],
     supersedes: str | None,
     changed: list[str],
+    source: Source | None = None,
 ) -> Remembered:
     """Write the new memory; ``changed`` collects what to re-index.
 
@@ -549,7 +579,13 @@ def _write_new(
         if supersedes is not None:
             links["supersedes"] = [wikilink(supersedes, resolver)]
     meta = _frontmatter(
-        config, now=now, title=title, tags=_clean_tags(tags), note_type=note_type, links=links
+        config,
+        now=now,
+        title=title,
+        tags=_clean_tags(tags),
+        note_type=note_type,
+        links=links,
+        source=source,
     )
     raw = render_note(config, TEMPLATE, path, meta, title=heading, text=body)
     create_note(config, path, raw)

@@ -50,6 +50,7 @@ __all__ = [
     "GcItem",
     "GcReport",
     "ReviewItem",
+    "review_flags",
     "deletion_blockers",
     "free_path",
     "fresh_entry",
@@ -196,12 +197,22 @@ def archive_origin(config: Config, path: str, owned: Mapping[str, Any]) -> str |
 
 @dataclass(frozen=True)
 class ReviewItem:
-    """A note in the danger zone: worth a look before it fades (SPEC §5 review priority)."""
+    """A note worth a look: in the danger zone, before it fades (SPEC §5 review
+    priority), or flagged for a person (``flags``: its ``needs_review`` lines, such as a
+    contradiction `extract` found or a model's claim it did not act on)."""
 
     path: str
     title: str
     score: float
     priority: float
+    flags: tuple[str, ...] = ()
+
+
+def review_flags(memory: Mapping[str, object]) -> tuple[str, ...]:
+    """A note's ``needs_review`` lines (owned keys as the manifest keeps them)."""
+    value = memory.get("needs_review")
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return tuple(str(item) for item in items if isinstance(item, str) and item.strip())
 
 
 def review_queue_from(
@@ -212,9 +223,10 @@ def review_queue_from(
 ) -> list[ReviewItem]:
     """The review queue computed from an already loaded manifest (``path → Entry``).
 
-    Notes with ``review_priority(decay_score) > 0`` (score inside [0.15, 0.35]), status
-    active or promoted, not snoozed past ``now``; highest priority first, ties broken by
-    the lower score (closer to being lost), then by path. ``limit`` keeps the first N.
+    Notes with status active or promoted: first those flagged for review
+    (``needs_review``), then those with ``review_priority(decay_score) > 0`` (score inside
+    [0.15, 0.35]) not snoozed past ``now``; highest priority first, ties broken by the
+    lower score (closer to being lost), then by path. ``limit`` keeps the first N.
     """
     at = to_utc(now)
     items = []
@@ -222,13 +234,14 @@ def review_queue_from(
         memory = note_memory(path, entry)
         if memory.status not in REVIEWABLE_STATUSES:
             continue
-        if memory.snoozed(at):
+        flags = review_flags(entry.memory)
+        if memory.snoozed(at) and not flags:
             continue
         score = tuning.score(memory.state, at)
         priority = tuning.review_priority(memory.state, at)
-        if priority > 0:
-            items.append(ReviewItem(path, memory.title, score, priority))
-    items.sort(key=lambda item: (-item.priority, item.score, item.path))
+        if priority > 0 or flags:
+            items.append(ReviewItem(path, memory.title, score, priority, flags))
+    items.sort(key=lambda item: (not item.flags, -item.priority, item.score, item.path))
     return items if limit is None else items[: max(limit, 0)]
 
 

@@ -48,8 +48,10 @@ from vaultmem.model import (
     MAX_LIMIT,
     NOTE_ACTIONS,
     SEARCH_MODES,
+    CurateRequest,
     Filters,
     Hit,
+    ReflectRequest,
     RememberRequest,
     SearchRequest,
     split_names,
@@ -130,6 +132,7 @@ def make_server(vault: OpenVault | VaultChoice, *, clock: Clock = _utc_now) -> M
     )
     _read_tools(server, vaults, clock)
     _more_read_tools(server, vaults, clock)
+    _report_tools(server, vaults, clock)
     _write_tools(server, vaults, clock)
     _link_tool(server, vaults)
     _note_resource(server, main)
@@ -377,6 +380,38 @@ def _more_read_tools(server: MCPServer, vaults: VaultChoice, clock: Clock) -> No
         def work() -> object:
             request = SurfaceRequest(prompt, session, budget, vectors, profile=profile)
             return api.surface(vaults.get(vault), request, now=clock()).as_json()
+
+        return _answer(work)
+
+
+def _report_tools(server: MCPServer, vaults: VaultChoice, clock: Clock) -> None:
+    @server.tool(
+        description=(
+            "Maintenance proposals, each with the exact vaultmem command that applies it "
+            "(pin, snooze, forget, consolidate, review, orphan links), and retrieval-health "
+            "probes. Applies nothing."
+        ),
+        annotations=READ,
+    )
+    def curate(
+        vectors: Annotated[bool | None, Field(strict=True)] = None, vault: VaultName = None
+    ) -> CallToolResult:
+        def work() -> object:
+            return api.curate(vaults.get(vault), CurateRequest(vectors), now=clock()).as_json()
+
+        return _answer(work)
+
+    @server.tool(
+        description=(
+            "Recurring themes, antipatterns, the notes used most and clusters across "
+            "sessions over the last days."
+        ),
+        annotations=READ,
+    )
+    def reflect(days: Count = 14, limit: Count = 10, vault: VaultName = None) -> CallToolResult:
+        def work() -> object:
+            request = ReflectRequest(days, limit)
+            return api.reflect(vaults.get(vault), request, now=clock()).as_json()
 
         return _answer(work)
 

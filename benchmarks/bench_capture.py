@@ -1,0 +1,221 @@
+"""Capture quality of `extract`: recall and precision against hand-written gold memories.
+
+    python benchmarks/bench_capture.py [--data DIR] [--llm] [--verbose]
+
+``DIR`` (default ``benchmarks/data/capture``) holds Claude Code JSONL sessions
+(``session-*.jsonl``) and ``gold.jsonl``, one line per session::
+
+    {"session": "session-01-...", "memories": [{"type", "text", "keywords"}],
+     "not_memories": ["..."]}
+
+(``session`` names its transcript, with or without ``.jsonl``.)
+
+Each session is run through :func:`vaultmem.agent.extract.extract_transcript` as a dry run
+(what would be written, nothing is) on a fresh copy of example-vault: the phrase rules,
+and with ``--llm`` also SmolLM2-135M on llama-cpp-python's server (the endpoint the tests
+start; ``--llm-only`` skips the rules run).
+
+**Matching.** A captured memory *holds* a gold memory of the same session when every
+keyword of the gold memory is in the captured text. A keyword is cut into words (runs of
+letters, digits and ``_``: ``os.path`` is ``os`` + ``path``, ``1.8%`` is ``1`` + ``8``),
+and each word must equal a word of the captured text, compared case-insensitively, without
+accents, and stem-tolerant: both sides lose one ending of ``-ing -ed -es -en -er -s -e``
+when at least three letters remain (``migrations`` = ``migration``, ``Deployments`` =
+``deployment``). Word order does not matter.
+
+- **recall** = gold memories held by at least one capture / gold memories;
+- **precision** = captures that hold at least one gold memory / captures (a second
+  capture of a memory already held counts as correct, and is reported as a duplicate);
+- **traps** = captures that share ≥ 60% of the content words of one of the session's
+  ``not_memories`` (the hypotheticals, rejected options, quotes and tool output planted
+  in it), a subset of the false positives;
+- **type agreement** = held gold memories whose first holding capture has the gold type.
+
+A captured memory is at most 600 characters (`extract` refuses longer ones), so a capture
+cannot hold a whole conversation's keywords.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from vaultmem.agent.extract import extract_transcript  # noqa: E402
+from vaultmem.config import load  # noqa: E402
+
+DATA = REPO / "benchmarks" / "data" / "capture"
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+_WORD_RE = re.compile(r"\w+")
+_ENDINGS = ("ing", "ed", "es", "en", "er", "s", "e")
+_STOP_WORDS = "a an and are as at be but by for from i if in is it its of on or so that the this"
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+def _plain(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def stem(word: str) -> str:
+    """``word`` lower-cased, without accents, less one common ending."""
+    word = _plain(word)
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
+
+def words(text: str) -> set[str]:
+    """The stems of the words of ``text``."""
+    return {stem(w) for w in _WORD_RE.findall(text)}
+
+
+def holds(captured: str, keywords: list[str]) -> bool:
+    """Whether ``captured`` holds every keyword (see the module docstring)."""
+    have = words(captured)
+    return all(stem(w) in have for k in keywords for w in _WORD_RE.findall(k))
+
+
+def trap_hit(captured: str, trap: str) -> bool:
+    """Whether ``captured`` shares ≥ 60% of the content words of ``trap``."""
+    want = words(trap) - _STOP
+    return bool(want) and len(want & words(captured)) / len(want) >= 0.6
+
+
+@dataclass
+class Score:
+    """Counts over sessions."""
+
+    gold: int = 0
+    held: int = 0
+    captured: int = 0
+    correct: int = 0
+    duplicates: int = 0
+    traps: int = 0
+    typed: int = 0
+    seconds: list[float] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+    noise: list[str] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        return self.held / self.gold if self.gold else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.captured if self.captured else 1.0
+
+
+def score_session(score: Score, gold: dict, captured: list[tuple[str, str]]) -> None:
+    """Add one session's captures (type, text) to ``score``."""
+    memories = gold["memories"]
+    score.gold += len(memories)
+    held_by: dict[int, str] = {}
+    for kind, text in captured:
+        score.captured += 1
+        hit = [i for i, m in enumerate(memories) if holds(text, m["keywords"])]
+        if hit:
+            score.correct += 1
+            if all(i in held_by for i in hit):
+                score.duplicates += 1
+            for i in hit:
+                held_by.setdefault(i, kind)
+        else:
+            score.noise.append(f"{gold['session']}: [{kind}] {text}")
+            if any(trap_hit(text, t) for t in gold.get("not_memories", [])):
+                score.traps += 1
+    score.held += len(held_by)
+    score.typed += sum(1 for i, kind in held_by.items() if memories[i]["type"] == kind)
+    for i, m in enumerate(memories):
+        if i not in held_by:
+            score.misses.append(f"{gold['session']}: [{m['type']}] {m['text']}")
+
+
+def transcript_of(data: Path, session: str) -> Path:
+    """The transcript a gold line's ``session`` names (with or without ``.jsonl``)."""
+    return data / (session if session.endswith(".jsonl") else f"{session}.jsonl")
+
+
+@contextmanager
+def scratch_vault() -> Iterator[Path]:
+    """A fresh copy of example-vault (its cache left behind)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp) / "vault"
+        shutil.copytree(REPO / "example-vault", vault, ignore=shutil.ignore_patterns(".vaultmem"))
+        yield vault
+
+
+def run(data: Path, llm_url: str | None) -> Score:
+    """Score every session of ``data`` with the rules (``llm_url`` None) or the model."""
+    from vaultmem.inference.llm import LLMClient, LLMConfig
+
+    golds = [json.loads(line) for line in (data / "gold.jsonl").read_text().splitlines() if line]
+    score = Score()
+    with scratch_vault() as vault:
+        config = load(vault_flag=str(vault), env={"HOME": str(vault.parent)}, cwd=vault)
+        llm = LLMClient(LLMConfig(url=llm_url, model="smollm2", timeout=300)) if llm_url else None
+        for gold in golds:
+            transcript = transcript_of(data, gold["session"])
+            start = time.perf_counter()
+            report = extract_transcript(config, transcript, llm=llm, now=NOW, dry_run=True)
+            score.seconds.append(time.perf_counter() - start)
+            captured = [(m.candidate.type, m.candidate.text) for m in report.memories]
+            score_session(score, gold, captured)
+    return score
+
+
+def _row(label: str, s: Score) -> str:
+    return (
+        f"| {label} | {s.gold} | {s.captured} | {s.held} | {s.recall:.2f} | {s.precision:.2f} "
+        f"| {s.duplicates} | {s.traps} | {s.typed}/{s.held} | "
+        f"{statistics.median(s.seconds) * 1000:.0f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--llm", action="store_true", help="also run SmolLM2 (llama-cpp)")
+    parser.add_argument("--llm-only", action="store_true", help="only the SmolLM2 run")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list misses and noise")
+    args = parser.parse_args()
+    runs: list[tuple[str, Score]] = []
+    if not args.llm_only:
+        runs.append(("rules", run(args.data, None)))
+    if args.llm or args.llm_only:
+        from bench_expansion import smollm2_server
+
+        with smollm2_server(n_ctx=4096) as url:
+            runs.append(("SmolLM2-135M", run(args.data, url)))
+    sessions = len((args.data / "gold.jsonl").read_text().splitlines())
+    print(
+        f"{args.data.relative_to(REPO) if args.data.is_relative_to(REPO) else args.data}: "
+        f"{sessions} sessions"
+    )
+    print("| path | gold | captured | held | recall | precision | dup | traps | type | p50 ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, s in runs:
+        print(_row(label, s))
+    if args.verbose:
+        for label, s in runs:
+            print(f"\n## {label}: missed\n" + "\n".join(s.misses))
+            print(f"\n## {label}: noise\n" + "\n".join(s.noise))
+
+
+if __name__ == "__main__":
+    main()
