@@ -38,6 +38,9 @@ from common import REPO
 
 PROMPTS = REPO / "benchmarks" / "data" / "surface_prompts.jsonl"
 NOW = "2026-12-01T09:00:00Z"
+#: Every process runs from here: ``python -m`` puts its working folder first on the path,
+#: so run from a checkout it would import that checkout's vaultmem whatever PYTHONPATH says.
+NEUTRAL = Path(tempfile.gettempdir())
 WARM = """
 import json, statistics, sys, time
 from datetime import UTC, datetime
@@ -77,12 +80,21 @@ def _compiled(tree: Path | None) -> None:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
+def _check_runs_own(tree: Path | None) -> None:
+    """Stop unless ``python -m vaultmem`` with ``tree``'s environment imports its package."""
+    cmd = [sys.executable, "-c", "import vaultmem; print(vaultmem.__file__)"]
+    done = subprocess.run(cmd, env=_env(tree), capture_output=True, text=True, cwd=NEUTRAL)
+    found = Path(done.stdout.strip()).resolve().parent.parent
+    if found != (tree or REPO).resolve():
+        sys.exit(f"{tree or 'this tree'}: imports vaultmem from {found}")
+
+
 def _vault(tree: Path | None) -> Path:
     target = Path(tempfile.mkdtemp(prefix="side-by-side-")) / "vault"
     shutil.copytree(REPO / "example-vault", target, ignore=shutil.ignore_patterns(".vaultmem"))
     for step in ("index", "embed"):
         cmd = [sys.executable, "-m", "vaultmem", "--vault", str(target), step, "-q"]
-        subprocess.run(cmd, check=True, env=_env(tree), capture_output=True)
+        subprocess.run(cmd, check=True, env=_env(tree), capture_output=True, cwd=NEUTRAL)
     return target
 
 
@@ -90,7 +102,7 @@ def _timed(cmd: list[str], env: dict[str, str], stdin: bytes | None = None) -> t
     """Wall and CPU seconds (user + system, threads included) of one whole process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True)
+    subprocess.run(cmd, env=env, input=stdin, capture_output=True, check=True, cwd=NEUTRAL)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -110,6 +122,8 @@ def main() -> None:
     codes["this tree"] = None
     for tree in codes.values():
         _compiled(tree)
+    for tree in codes.values():
+        _check_runs_own(tree)
     vaults = {name: _vault(tree) for name, tree in codes.items()}
     times: dict[str, dict[str, list[float]]] = {name: {} for name in codes}
     names = list(codes)
@@ -132,7 +146,8 @@ def main() -> None:
     if "warm" in measures:
         for name in codes:
             cmd = [sys.executable, "-c", WARM, str(vaults[name]), json.dumps(prompts[:40])]
-            done = subprocess.run(cmd, env=_env(codes[name]), capture_output=True, text=True)
+            env = _env(codes[name])
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=NEUTRAL)
             times[name]["warm"] = [float(done.stdout)]
     for measure in times[names[0]]:
         first = statistics.median(times[names[0]][measure])
