@@ -48,6 +48,9 @@ def _isolated_env(
     # Lexical tests skip the embedding stage of `index`; vector tests turn it back on
     # with the `vectors_on` fixture (the real default: the in-process MiniLM).
     monkeypatch.setenv("VAULTMEM_EMBEDDER", "none")
+    # Nor do they file the model's optimised copy (90 MB) in every vault they embed: the
+    # tests of it turn it on (tests/test_local_prepared.py).
+    monkeypatch.setenv("VAULTMEM_EMBED_PREPARED", "0")
     # A SessionStart hook would start a server that outlives the test: the tests of that
     # turn it back on.
     monkeypatch.setenv("VAULTMEM_HOOKS_START_SERVER", "0")

@@ -130,15 +130,16 @@ def test_scripted_variants_are_searched_with_their_weights(
     assert chat["model"] == "fake-chat"
 
     specs = hits[0]["explain"]["lists"]
-    # The query's own lists weigh 1 each (the note leads too), each variant's half.
+    # The query's own lists weigh as fusion says (the note leads 0.75, the best fragments
+    # 1.25), each variant half its kind's.
     assert [(s["name"], s["text"], s["weight"]) for s in specs] == [
         ("bm25:original", CACHING, 1.0),
-        ("bm25:lead", CACHING, 1.0),
+        ("bm25:lead", CACHING, 0.75),
         ("bm25:lex-1", EXPANSION["lexical"][0], 0.5),
-        ("vec:original", CACHING, 1.0),
-        ("vec:lead", CACHING, 1.0),
-        ("vec:sem-1", EXPANSION["semantic"][0], 0.5),
-        ("vec:hyde", EXPANSION["hypothetical"], 0.5),
+        ("vec:original", CACHING, 1.25),
+        ("vec:lead", CACHING, 0.75),
+        ("vec:sem-1", EXPANSION["semantic"][0], 0.625),
+        ("vec:hyde", EXPANSION["hypothetical"], 0.625),
     ]
     assert hits[0]["explain"]["expansion"]["lexical"] == EXPANSION["lexical"]
     # The semantic variant and the hypothetical passage were embedded, with the query,

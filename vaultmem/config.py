@@ -57,6 +57,9 @@ class RoleConfig:
     # 30: it cost 0.015 MRR@10 on example-vault and on the documentation corpus against
     # the shipped graph (BENCHMARKS.md), over the 0.003 it was allowed.
     int8: bool = False
+    # The embed role's only: True files the shipped graph's optimised copy (~90 MB) in the
+    # vault's cache, so that a hook's prompt loads the model in a tenth of the CPU.
+    prepared: bool = True
 
     def __repr__(self) -> str:
         # Keys must never reach logs or tracebacks, repr included.
@@ -317,7 +320,8 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
     "hooks": frozenset({"start_server", "reinforce_max", "profile"}),
     "keys": frozenset({"prefix", "shared"}),
     "chroma": frozenset({"host", "port", "token", "ssl"}),
-    "embed": frozenset(_ROLE_TYPES) | {"input_type_style", "int8"},  # the embed role's own
+    # the embed role's own keys
+    "embed": frozenset(_ROLE_TYPES) | {"input_type_style", "int8", "prepared"},
     "llm": frozenset(_ROLE_TYPES),
     "rerank": frozenset(_ROLE_TYPES),
 }
@@ -380,8 +384,9 @@ def _role(data: Mapping[str, Any], name: str) -> RoleConfig:
     if name == "embed" and "input_type_style" in keys:
         where = "embed.input_type_style"
         kwargs["input_type_style"] = one_of(keys["input_type_style"], where, INPUT_TYPE_STYLES)
-    if name == "embed" and "int8" in keys:
-        kwargs["int8"] = coerce(keys["int8"], bool, "embed.int8")
+    for flag in ("int8", "prepared"):
+        if name == "embed" and flag in keys:
+            kwargs[flag] = coerce(keys[flag], bool, f"embed.{flag}")
     for key, value in keys.items():
         if key in _ROLE_TYPES:
             kind, low, above = _ROLE_TYPES[key]

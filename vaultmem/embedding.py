@@ -17,6 +17,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,6 +203,7 @@ def embed_vault(
             if store_problem:  # the precise reason replaces the guess
                 healed = [h for h in healed if h != _STORE_VOID] + [store_problem]
             _refresh_snapshot(config, embedder)
+        _prepare(embedder)
         # A note written during the sweep was re-linked under its new content: kept.
         frag_cache.save()
     return EmbedReport(
@@ -280,6 +282,16 @@ def _sweep(
         return done, len(orphans), healed
     finally:
         store.close()
+
+
+def _prepare(embedder: Embedder) -> None:
+    """Let an in-process model file what makes a later one-shot load cheap (the shipped
+    graph's optimised copy, :meth:`~vaultmem.inference.local.LocalEmbedder.prepare`); a
+    failure only leaves a hook's prompt on the slower load."""
+    prepare = getattr(embedder, "prepare", None)
+    if prepare is not None:
+        with suppress(VaultmemError):
+            prepare()
 
 
 def _refresh_snapshot(config: Config, embedder: Embedder) -> None:

@@ -22,6 +22,7 @@ ENV_KEYS: dict[str, str] = {
     "VAULTMEM_EMBEDDER": "embedder",
     "VAULTMEM_EMBED_INPUT_TYPE_STYLE": "embed.input_type_style",
     "VAULTMEM_EMBED_INT8": "embed.int8",
+    "VAULTMEM_EMBED_PREPARED": "embed.prepared",
     "VAULTMEM_QUERY_EXPAND": "query.expand",
     "VAULTMEM_HOOKS_START_SERVER": "hooks.start_server",
     "VAULTMEM_HOOKS_REINFORCE_MAX": "hooks.reinforce_max",

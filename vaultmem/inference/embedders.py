@@ -26,6 +26,5 @@ def embedder_for(config: Config) -> Embedder | None:
         return OpenAIEmbedder(client_config(EndpointConfig, role))
     from vaultmem.inference.local import LocalEmbedder
 
-    # int8 compute by default: 2.0x the fragments per CPU-second at the same dev MRR@10
-    # (BENCHMARKS.md); `[embed] int8 = false` keeps the shipped graph's vectors.
-    return LocalEmbedder(cache_dir=config.cache_dir, int8=config.embed.int8)
+    role = config.embed
+    return LocalEmbedder(cache_dir=config.cache_dir, int8=role.int8, prepared=role.prepared)

@@ -99,6 +99,8 @@ _INT8_DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 #: on a loaded 2-core box. Blocking waits degrade gracefully, so spinning stays off.
 _ALLOW_SPINNING = False
 
+_PROVIDERS = ["CPUExecutionProvider"]
+
 _lock = threading.Lock()
 _tokenizer: Any = None  # tokenizers.Tokenizer, loaded once
 # keyed by (int8 compute, intra-op threads, light: no graph optimisation)
@@ -206,15 +208,24 @@ def _int8_model(cache_dir: Path | None) -> tuple[bytes, str]:
 
 
 def _load_runtime(
-    threads: int, int8: bool = False, cache_dir: Path | None = None, light: bool = False
+    threads: int,
+    int8: bool = False,
+    cache_dir: Path | None = None,
+    light: bool = False,
+    prepared: bool = False,
 ) -> _Runtime:
     """Build (once per model, thread count and kind) the ONNX session of the shipped graph
     or, with ``int8``, of the int8-compute model, and inspect its inputs and outputs.
 
-    ``light``: no graph optimisation at all. Such a session is built in a fifth of the
-    time (25-40 ms against 190-220 ms of CPU) and runs a short text in 60 ms instead of
-    5 (the weights are dequantised at every run): the better deal for a process that
-    embeds one prompt and exits, such as a hook (BENCHMARKS.md, issue 30)."""
+    ``light``: for a process that embeds one prompt and exits, such as a hook. It loads
+    the optimised copy of the shipped graph filed in ``cache_dir`` when ``prepared`` and
+    one is (:mod:`vaultmem.inference.prepared`) without prepacking its weights: 11 ms to
+    build, 10 ms a prompt. Without one it builds the session without graph optimisation:
+    45 ms against 200 ms of CPU, but 60 ms a prompt instead of 6, the weights being
+    dequantised at every run (BENCHMARKS.md, issue 30).
+
+    ``prepared``: the shipped graph's optimised session is loaded from that copy, or
+    else built as usual and its graph saved there for later processes."""
     if int8 and cache_dir not in _int8_names:
         _int8_model(cache_dir)  # a new cache folder gets its copy, even with sessions made
     runtime = _runtimes.get((int8, threads, light))
@@ -222,32 +233,88 @@ def _load_runtime(
         return runtime
     ort, _ = _import_runtime_libs()
     path = model_path()  # the package must be there, whichever model runs
-    model: str | bytes = path
-    if int8:
-        model, path = _int8_model(cache_dir)
+    session = None
+    if prepared and cache_dir is not None and not int8:
+        session = _prepared_session(ort, threads, cache_dir, light)
+    if session is None:
+        session = _built_session(ort, threads, int8, cache_dir, light, prepared)
+    runtime = _inspected(session, path)
+    _runtimes[(int8, threads, light)] = runtime
+    return runtime
+
+
+def _options(ort: Any, threads: int, level: str) -> Any:
+    """Session options: ``threads`` intra-op threads, sequential, no spinning, quiet."""
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     # One graph, run sequentially: inter-op parallelism only adds thread contention.
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    level = _INT8_GRAPH_OPT_LEVEL if int8 else _GRAPH_OPT_LEVEL
-    opts.graph_optimization_level = getattr(
-        ort.GraphOptimizationLevel, "ORT_DISABLE_ALL" if light else level
-    )
+    opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
     if not _ALLOW_SPINNING:
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.log_severity_level = 3  # keep ORT's warnings off the user's stderr
+    return opts
+
+
+def _prepared_session(ort: Any, threads: int, cache_dir: Path, light: bool) -> Any:
+    """A session of the optimised copy filed in ``cache_dir``; None when there is none or
+    it fails to load (its record is then dropped, so that the next full session files
+    it anew)."""
+    from vaultmem.inference import prepared
+
+    found = prepared.filed(cache_dir, source_sha256(), ort.__version__)
+    if found is None:
+        return None
+    opts = _options(ort, threads, "ORT_DISABLE_ALL")
+    opts.add_session_config_entry(
+        "session.model_external_initializers_file_folder_path", str(found.folder)
+    )
+    if light:  # prepacking copies the weights: it pays from the second prompt on
+        opts.add_session_config_entry("session.disable_prepacking", "1")
+    try:
+        return ort.InferenceSession(found.graph, sess_options=opts, providers=_PROVIDERS)
+    except Exception:  # noqa: BLE001 - ORT's own exception types; the package model remains
+        prepared.forget(cache_dir, source_sha256(), ort.__version__)
+        return None
+
+
+def _built_session(
+    ort: Any, threads: int, int8: bool, cache_dir: Path | None, light: bool, prepared: bool
+) -> Any:
+    """A session built from the package's model (or the int8 one); an optimised session
+    of the shipped graph with ``prepared`` also files its graph in ``cache_dir``."""
+    path = model_path()
+    model: str | bytes = path
+    if int8:
+        model, path = _int8_model(cache_dir)
+    level = _INT8_GRAPH_OPT_LEVEL if int8 else _GRAPH_OPT_LEVEL
+    opts = _options(ort, threads, "ORT_DISABLE_ALL" if light else level)
+    saving = None
+    if prepared and cache_dir is not None and not (int8 or light):
+        from vaultmem.inference.prepared import Saving
+
+        saving = Saving.start(cache_dir, source_sha256(), ort.__version__)
+    if saving is not None:
+        opts.optimized_model_filepath = str(saving.graph_path)
+        for key, value in saving.config().items():
+            opts.add_session_config_entry(key, value)
     disabled = list(_INT8_DISABLED_OPTIMIZERS) if int8 else []
     try:
         session = ort.InferenceSession(
-            model,
-            sess_options=opts,
-            providers=["CPUExecutionProvider"],
-            disabled_optimizers=disabled,
+            model, sess_options=opts, providers=_PROVIDERS, disabled_optimizers=disabled
         )
     except Exception as exc:  # ORT raises its own non-exported exception types
+        if saving is not None:
+            saving.discard()
         raise EndpointError(f"local embedder: cannot load {path}: {exc}") from exc
+    if saving is not None:
+        saving.file(source_sha256(), ort.__version__)
+    return session
 
+
+def _inspected(session: Any, path: str) -> _Runtime:
+    """The session with what embed() needs to know of its inputs and output."""
     input_names = frozenset(i.name for i in session.get_inputs())
     if not {"input_ids", "attention_mask"} <= input_names:
         raise EndpointError(
@@ -265,9 +332,7 @@ def _load_runtime(
     dim = chosen.shape[-1]
     if isinstance(dim, int) and dim != DIMENSION:
         raise EndpointError(f"local embedder: model output has dimension {dim}, not {DIMENSION}")
-    runtime = _Runtime(session, input_names, chosen.name, pooled)
-    _runtimes[(int8, threads, light)] = runtime
-    return runtime
+    return _Runtime(session, input_names, chosen.name, pooled)
 
 
 def _usable_cores() -> int:
@@ -289,6 +354,7 @@ class LocalEmbedder:
         *,
         cache_dir: Path | None = None,
         int8: bool = False,
+        prepared: bool = False,
     ) -> None:
         """Configure batching, threads and the model; nothing is loaded until the first
         embed().
@@ -301,6 +367,9 @@ class LocalEmbedder:
         is installed to derive it (``self.int8`` says whether it does), cached under the
         vault cache ``cache_dir`` (None: derived in memory at first use in each
         process); False (the default) runs the shipped graph as it is.
+        ``prepared``: the shipped graph's optimised copy is filed in ``cache_dir`` by the
+        first optimised session and loaded from there by later ones, a one-shot prompt's
+        in a tenth of the CPU (:mod:`vaultmem.inference.prepared`; ~90 MB on disk).
         """
         if batch_size < 1 or (batch_tokens is not None and batch_tokens < 1):
             raise ValueError("batch_size and batch_tokens must be at least 1")
@@ -312,6 +381,7 @@ class LocalEmbedder:
 
             int8 = available()
         self.int8 = int8
+        self.prepared = prepared and cache_dir is not None and not int8
         if batch_tokens is None:
             batch_tokens = INT8_BATCH_TOKENS if int8 else DEFAULT_BATCH_TOKENS
         self.batch_tokens = batch_tokens
@@ -352,7 +422,22 @@ class LocalEmbedder:
         """Load the tokenizer and ONNX session now (otherwise the first embed() does)."""
         with _lock:
             _load_tokenizer()
-            _load_runtime(self.threads, self.int8, self.cache_dir)
+            _load_runtime(self.threads, self.int8, self.cache_dir, prepared=self.prepared)
+
+    def prepare(self) -> None:
+        """With ``prepared``, file the shipped graph's optimised copy in the cache when no
+        copy is there yet (the embed sweep asks, so that a vault embedded before the copy
+        existed gets one): builds the optimised session, which files it. A copy written
+        by another onnxruntime counts (telling needs onnxruntime imported, a tenth of a
+        second of a sweep that may have nothing to do): the next optimised session
+        replaces it."""
+        if not self.prepared or self.cache_dir is None:
+            return
+        from vaultmem.inference.prepared import any_filed
+
+        if not any_filed(self.cache_dir):
+            with _lock:
+                _load_runtime(self.threads, False, self.cache_dir, prepared=True)
 
     def import_libraries(self) -> None:
         """Do the Python imports the model needs in this thread, so that another thread
@@ -389,7 +474,7 @@ class LocalEmbedder:
             from concurrent.futures import ThreadPoolExecutor
 
             with _lock:
-                runtime = _load_runtime(1, self.int8, self.cache_dir)
+                runtime = _load_runtime(1, self.int8, self.cache_dir, prepared=self.prepared)
             pool = ThreadPoolExecutor(max_workers=self.threads)
             try:
                 runs = pool.map(
@@ -413,7 +498,9 @@ class LocalEmbedder:
                 and (self.int8, self.threads, False) not in _runtimes
                 and (self.int8, self.threads, True) not in _runtimes
             )
-            runtime = _load_runtime(self.threads, self.int8, self.cache_dir, light)
+            runtime = _load_runtime(
+                self.threads, self.int8, self.cache_dir, light, prepared=self.prepared
+            )
         for idx in batches:
             out[idx] = self._run_batch(runtime, [encodings[i] for i in idx])
         return out.tolist()

@@ -34,22 +34,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultmem.atomic import atomic_write
-from vaultmem.client import trust_problem
 from vaultmem.errors import EndpointError
-from vaultmem.vault import make_cache
+from vaultmem.inference.model_cache import MODELS_DIR, private_folder, read_private, write_private
 
 #: What :func:`derive` does; a change to it that changes the model's output bumps this, so
 #: that cached models (and the model id vectors are stored under) change with it.
 RECIPE = 2
-MODELS_DIR = "models"
 _MAX_RECORD = 4096
 
 
@@ -88,7 +82,7 @@ def load_or_derive(
     Raises EndpointError when the source cannot be read, does not hash to
     ``source_sha256``, or cannot be derived.
     """
-    folder = _private_folder(cache_dir / MODELS_DIR) if cache_dir is not None else None
+    folder = private_folder(cache_dir / MODELS_DIR) if cache_dir is not None else None
     target = cached_path(cache_dir, source_sha256) if cache_dir is not None else None
     if folder is not None and target is not None:
         found = _read_cached(target, source_sha256)
@@ -100,8 +94,8 @@ def load_or_derive(
         return DerivedModel(data, digest, None, built=True)
     record = {"recipe": RECIPE, "source_sha256": source_sha256, "sha256": digest}
     try:
-        _write_private(target, data)
-        _write_private(_record_path(target), json.dumps(record).encode())
+        write_private(target, data)
+        write_private(_record_path(target), json.dumps(record).encode())
     except OSError:  # a full or read-only disk: run from memory, derive again next time
         return DerivedModel(data, digest, None, built=True)
     return DerivedModel(data, digest, target, built=True)
@@ -291,47 +285,10 @@ def _record_path(target: Path) -> Path:
     return target.with_suffix(".json")
 
 
-def _private_folder(folder: Path) -> Path | None:
-    """``folder`` (made, 0700, inside the vault's cache) when it and the cache are this
-    user's and writable by nobody else; None otherwise."""
-    try:
-        make_cache(folder.parent)
-        with suppress(FileExistsError):
-            folder.mkdir(mode=0o700)
-        for path in (folder.parent, folder):
-            info = os.lstat(path)
-            if not stat.S_ISDIR(info.st_mode) or trust_problem(str(path), info):
-                return None
-    except OSError:
-        return None
-    return folder
-
-
-def _read_private(path: Path, limit: int | None = None) -> bytes | None:
-    """The bytes of ``path`` when it is a regular file (not a link) of this user's that
-    nobody else may write; None otherwise (or when longer than ``limit``)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or trust_problem(str(path), info):
-            return None
-        if limit is not None and info.st_size > limit:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 def _read_cached(target: Path, source_sha256: str) -> bytes | None:
     """The cached model when its record names this source and recipe and its bytes hash
     to the recorded sha256; None when anything is missing, foreign or damaged."""
-    raw = _read_private(_record_path(target), _MAX_RECORD)
+    raw = read_private(_record_path(target), _MAX_RECORD)
     if raw is None:
         return None
     try:
@@ -342,16 +299,7 @@ def _read_cached(target: Path, source_sha256: str) -> bytes | None:
         return None
     if record.get("source_sha256") != source_sha256 or not isinstance(record.get("sha256"), str):
         return None
-    data = _read_private(target)
+    data = read_private(target)
     if data is None or hashlib.sha256(data).hexdigest() != record["sha256"]:
         return None
     return data
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write ``path`` atomically, 0600. A link (or anything else not a regular file) in
-    its place is removed first, so that the write never goes through it."""
-    with suppress(FileNotFoundError):
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            os.unlink(path)
-    atomic_write(path, data, mode=0o600)

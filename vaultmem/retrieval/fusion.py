@@ -74,10 +74,18 @@ BM25_SATURATION_K = 1.0
 # weight of 0.75-1.25 on any list did better than noise), and on B the four lists score
 # 0.912 against 0.876 for the reciprocal rank fusion they replace (+0.036, 95% paired
 # bootstrap CI +0.015..+0.056). End to end, as shipped: 0.906 on all 744 (was 0.863).
+#
+# Issue 30 measured them on three genres (benchmarks/tune_query.py, end to end): the
+# note-lead lists (a note's title and opening) say what a whole note is about, which is
+# what a man-page query asks, but a documentation question asks for a detail deep in a
+# long page, whose opening is about something broader. Equal weights let the leads of
+# short pages outvote it: on the documentation corpus's tune half the vector lead list
+# alone cost 0.07 MRR@10. Leads at 0.75 and the best-fragment vector list at 1.25:
+# docs tune 0.880 → 0.928, man-page dev 0.905 → 0.907, example-vault 0.926 either way.
 BM25_LIST_WEIGHT = 1.0
-VECTOR_LIST_WEIGHT = 1.0
-LEAD_VECTOR_WEIGHT = 1.0
-LEAD_KEYWORD_WEIGHT = 1.0
+VECTOR_LIST_WEIGHT = 1.25
+LEAD_VECTOR_WEIGHT = 0.75
+LEAD_KEYWORD_WEIGHT = 0.75
 # An expansion variant's lists weigh this share of the original query's.
 VARIANT_SHARE = 0.5
 # The lists of the query steered by ``--intent`` (its words after the query's): the
