@@ -4,7 +4,7 @@ vaultmem deletes only inside such a cache; its files are 0600 and its folders 07
 
 Built as an attacker would: the other user (uid 65534, a real process) makes the folder
 first, or the cache is a link to theirs, or it arrives committed in the vault's git
-history. And as an upgrade meets it: an older vaultmem's unmarked cache is adopted.
+history. And as an upgrade meets it: an older vaultmem's unmarked cache is adopted, emptied.
 """
 
 from __future__ import annotations
@@ -142,8 +142,13 @@ def test_an_older_vaultmems_cache_is_adopted_and_made_private(tmp_path: Path) ->
     for path in cache.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     cache.chmod(0o755)
+    # Whoever left it, nothing in it is read: it is emptied, then marked.
     found = run_vaultmem(vault, "search", "redis caching")
-    assert found.returncode == 0 and "Redis" in found.stdout  # read as it is
+    assert found.returncode == 1 and "not indexed yet" in found.stderr
+    assert not (cache / "manifest.sqlite").exists()
+    assert run_vaultmem(vault, "index").returncode == 0
+    found = run_vaultmem(vault, "search", "redis caching")
+    assert found.returncode == 0 and "Redis" in found.stdout
     assert run_vaultmem(vault, "remember", "An adopted cache keeps working.").returncode == 0
     assert "vaultmem" in (cache / "CACHEDIR.TAG").read_text("utf-8")
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700

@@ -279,3 +279,56 @@ def test_a_chroma_token_is_held_back_when_another_layer_moves_the_server(tmp_pat
     for moved in ({"VAULTMEM_CHROMA_PORT": "9000"}, {"VAULTMEM_CHROMA_SSL": "0"}):
         config = load(vault_flag=str(vault), env={**env, **moved}, cwd=tmp_path)
         assert config.chroma.token is None, moved
+
+
+class _Payload:
+    """What a planted index file runs when unpickled: it makes ``proof``."""
+
+    def __init__(self, proof: Path) -> None:
+        self.proof = proof
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (exec, (f"open({str(self.proof)!r}, 'w').close()",))
+
+
+def test_a_cache_delivered_in_an_archive_is_never_read(tmp_path: Path) -> None:
+    import shutil
+    import tarfile
+
+    import sqlite3
+
+    from whoosh.filedb.filestore import FileStorage
+    from whoosh.index import TOC
+
+    from tests.conftest import EXAMPLE_VAULT
+    from vaultmem.index.lexical import fingerprint
+
+    made = tmp_path / "made" / "vault"
+    shutil.copytree(EXAMPLE_VAULT, made, ignore=shutil.ignore_patterns(".vaultmem"))
+    assert run_vaultmem(made, "index", "--no-embed").returncode == 0
+    # The sender plants a table of contents whose segments run code when Whoosh loads them.
+    proof = tmp_path / PROOF
+    for folder in (made / ".vaultmem").glob("whoosh-*"):
+        storage = FileStorage(str(folder))
+        toc = TOC.read(storage, "MAIN")
+        storage.delete_file(f"_MAIN_{toc.generation}.toc")
+        TOC(toc.schema, _Payload(proof), toc.generation).write(storage, "MAIN")
+        # ... and records the files as vaultmem would, with times an archive keeps.
+        for file in folder.iterdir():
+            os.utime(file, (1_700_000_000, 1_700_000_000))
+        with sqlite3.connect(made / ".vaultmem" / "manifest.sqlite") as db:
+            db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'fingerprint'", (fingerprint(folder),)
+            )
+    with tarfile.open(tmp_path / "vault.tar", "w") as archive:
+        archive.add(made, arcname="vault")
+    with tarfile.open(tmp_path / "vault.tar") as archive:
+        archive.extractall(tmp_path / "got", filter="tar")  # modes kept, 0700 included
+    vault = tmp_path / "got" / "vault"
+    found = run_vaultmem(vault, "search", "redis")
+    assert not proof.exists()
+    assert found.returncode == 1 and "not indexed yet" in found.stderr, found.stderr
+    assert not list((vault / ".vaultmem").glob("whoosh-*"))
+    assert run_vaultmem(vault, "index", "--no-embed").returncode == 0
+    again = run_vaultmem(vault, "search", "redis")
+    assert again.returncode == 0 and "Redis" in again.stdout and not proof.exists()

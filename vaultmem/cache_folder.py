@@ -14,7 +14,11 @@ code. So a cache folder is used only when it is
 A folder without a valid marker is adopted (marked) only when it looks like what an
 older vaultmem made: this user's, private, and a vault's ``.vaultmem/``, or empty, or
 holding vaultmem's manifest; and, inside a git work tree, none of its files tracked by git
-(a cache must never arrive with a pull). Anything else is refused in one line. Whatever
+(a cache must never arrive with a pull). Anything else is refused in one line. Adopting
+never reads what the folder holds: an archive, a sync tool or ``cp -r`` delivers such a
+folder as readily as an older vaultmem leaves it, so everything in it but the legacy
+template overrides (``templates/``, the user's, used only once the vault is trusted) is
+deleted first, and ``index`` builds the indexes again. Whatever
 vaultmem deletes lies inside a marked cache (:func:`remove_tree`); new folders are 0700,
 and :func:`tighten` makes files 0600 where a library wrote them with the umask's mode.
 """
@@ -33,6 +37,7 @@ __all__ = [
     "cache_problem",
     "own_cache",
     "remove_tree",
+    "settle_cache",
     "tighten",
 ]
 
@@ -45,6 +50,8 @@ _FOLDER = "# vaultmem-cache-folder: "
 _CHECKED = "git-index.checked"
 # Files an older vaultmem's cache holds for sure once anything was indexed.
 _SIGNS = ("manifest.sqlite", "manifest.json")
+# Where an older vaultmem read the user's template overrides from (prompts.py).
+_LEGACY_TEMPLATES = "templates"
 
 
 class CacheRefused(OSError):
@@ -100,6 +107,34 @@ def cache_problem(path: Path) -> str | None:
     return _pulled_into(path) if marked else _adoptable(path)
 
 
+def settle_cache(path: Path) -> str | None:
+    """:func:`cache_problem`, and an unmarked folder vaultmem may adopt adopted at once
+    (emptied, then marked): every door calls it as it loads its configuration, so no
+    command reads an index file from a folder vaultmem did not mark, whoever delivered it.
+
+    Example:
+        >>> settle_cache(Path("vault/.vaultmem"))  # doctest: +SKIP
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    problem, marked = _checked(path, info)
+    if problem:
+        return problem
+    if marked:
+        return _pulled_into(path)
+    problem = _adoptable(path)
+    if problem is None:
+        try:
+            own_cache(path)
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return problem
+
+
 def _checked(path: Path, info: os.stat_result) -> tuple[str | None, bool]:
     """What the folder's own status says: why it may not be used, and whether it carries
     vaultmem's marker for itself."""
@@ -133,15 +168,36 @@ def own_cache(path: Path) -> Path:
         problem = _pulled_into(path)
         if not problem:
             return path
-    elif _inside_a_cache(path):
+    elif (outer := _enclosing_cache(path)) is not None:
+        if not _marked(outer, os.lstat(outer)):  # its cache is the one to adopt
+            own_cache(outer)
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
         return path
     problem = problem or _adoptable(path)
     if problem:
         raise CacheRefused(errno.EPERM, problem, str(path))
-    os.chmod(path, 0o700)
-    tighten(path)  # an older vaultmem's files, made with the umask's modes
-    _write_marker(path, info)
+    _adopt(path, info)
     return path
+
+
+def _adopt(path: Path, info: os.stat_result) -> None:
+    """Mark an unmarked folder as vaultmem's cache, emptied of everything but the legacy
+    template overrides: whoever made it, none of its files is read (the index libraries
+    unpickle theirs)."""
+    os.chmod(path, 0o700)
+    for name in os.listdir(path):
+        if name == _LEGACY_TEMPLATES:
+            continue
+        entry = path / name
+        if entry.is_dir() and not entry.is_symlink():
+            import shutil
+
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with suppress(OSError):
+                os.unlink(entry)
+    tighten(path)  # the overrides, made with the umask's modes
+    _write_marker(path, info)
 
 
 def _git_index(start: Path) -> Path | None:
@@ -205,21 +261,21 @@ def _tracked_problem(path: Path) -> str | None:
     )
 
 
-def _inside_a_cache(path: Path, depth: int = 3) -> bool:
-    """Whether ``path`` is a folder of a cache (a few levels up at most) that vaultmem
-    may use: the cache's own sub-folders (``vectors/snapshots``) carry no marker, and the
-    modules that keep them check what they read there themselves."""
+def _enclosing_cache(path: Path, depth: int = 3) -> Path | None:
+    """The cache (a few levels up at most) that vaultmem may use and ``path`` is a folder
+    of, marked or to be adopted: the cache's own sub-folders (``vectors/snapshots``) carry
+    no marker, and the modules that keep them check what they read there themselves."""
     for parent in list(path.parents)[:depth]:
         try:
             info = os.lstat(parent)
         except OSError:
-            return False
+            return None
         problem, marked = _checked(parent, info)
         if problem:
-            return False
+            return None
         if marked or (_looks_like_ours(parent) and _adoptable(parent) is None):
-            return True
-    return False
+            return parent
+    return None
 
 
 def _looks_like_ours(path: Path) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vaultmem.cache_folder import cache_problem
+from vaultmem.cache_folder import settle_cache
 from vaultmem.config_trust import CREDENTIAL_RANK, Source, hold_back_credentials, vault_layer
 from vaultmem.config_values import (
     at_least,
@@ -505,8 +505,9 @@ def build(
         raise ConfigError(f"chroma.port: expected a port from 1 to 65535, got {port!r}")
     cache_dir = _cache_dir(vault, data.get("cache_dir"))
     # Every door reads the cache after loading its configuration: one that is not
-    # vaultmem's own (another user's, a link, a folder it did not make) is never read.
-    refused = cache_problem(cache_dir)
+    # vaultmem's own (another user's, a link, a folder it did not make) is never read,
+    # and an unmarked one it may adopt is emptied and marked before anything reads it.
+    refused = settle_cache(cache_dir)
     if refused:
         raise ConfigError(f"cannot use the cache folder {cache_dir}: {refused}")
     return Config(

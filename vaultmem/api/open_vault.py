@@ -112,11 +112,11 @@ class OpenVault:
 
     def check_cache(self) -> None:
         """Refuse, in one line, to (re)open the indexes of a cache that is no longer
-        vaultmem's own (:func:`vaultmem.cache_folder.cache_problem`): a server keeps its
+        vaultmem's own (:func:`vaultmem.cache_folder.settle_cache`): a server keeps its
         vault open while pulls land, and the index libraries unpickle their files."""
-        from vaultmem.cache_folder import cache_problem
+        from vaultmem.cache_folder import settle_cache
 
-        problem = cache_problem(self.config.cache_dir)
+        problem = settle_cache(self.config.cache_dir)
         if problem:
             raise VaultmemError(f"cannot use the cache folder {self.config.cache_dir}: {problem}")
 
