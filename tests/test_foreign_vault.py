@@ -293,9 +293,8 @@ class _Payload:
 
 def test_a_cache_delivered_in_an_archive_is_never_read(tmp_path: Path) -> None:
     import shutil
-    import tarfile
-
     import sqlite3
+    import tarfile
 
     from whoosh.filedb.filestore import FileStorage
     from whoosh.index import TOC
