@@ -35,6 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
+from vaultmem.cache_folder import mark_copy  # noqa: E402
 
 EXAMPLE = REPO / "tests" / "data" / "claude" / "transcript.jsonl"
 WITHOUT = (
@@ -84,6 +85,7 @@ def _run(
     least."""
     vault = template.with_name(f"run-{n}")
     shutil.copytree(template, vault)
+    mark_copy(vault / ".vaultmem")  # our own index, copied: read as it is
     head = ["-m", "vaultmem"] if redacted else ["-c", WITHOUT]
     start = time.perf_counter()
     proc = subprocess.Popen(

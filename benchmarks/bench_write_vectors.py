@@ -47,6 +47,8 @@ from common import REPO, VAULTS, baseline_tree, median
 sys.path.insert(0, str(REPO / "tests"))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
 
+from vaultmem.cache_folder import mark_copy  # noqa: E402
+
 EXAMPLE_NOTE = "decisions/Redis for caching.md"
 SYNTHETIC_NOTE = "notes/000/note 00000.md"
 VOCABULARY = (
@@ -131,6 +133,7 @@ def prepared(source: Path, work: Path, before: Path, env: dict[str, dict[str, st
         (built / ".embedded").write_text("ok\n")
     out = work / source.name
     shutil.copytree(built, out)
+    mark_copy(out / ".vaultmem")  # the index built above, copied: read as it is
     return out
 
 

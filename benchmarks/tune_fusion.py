@@ -327,10 +327,10 @@ def tune() -> None:
     for name, rr in rows:
         print(f"| {name} | {on(rr, 'A'):.3f} |")
     shipped = {
-        "bm25": fusion.BM25_LIST_WEIGHT,
-        "vec": fusion.VECTOR_LIST_WEIGHT,
-        "lead_vec_knn": fusion.LEAD_VECTOR_WEIGHT,
-        "lead_bm25": fusion.LEAD_KEYWORD_WEIGHT,
+        "bm25": fusion.QUERY_WEIGHTS.bm25,
+        "vec": fusion.QUERY_WEIGHTS.vector,
+        "lead_vec_knn": fusion.QUERY_WEIGHTS.lead_vector,
+        "lead_bm25": fusion.QUERY_WEIGHTS.lead_keyword,
     }
     picked = {"best on A: " + rows[0][0]: rows[0][1]}
     steps = {

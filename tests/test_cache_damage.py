@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import Cli, run_vaultmem
 
+from tests.conftest import copy_indexed
+
 pytestmark = pytest.mark.slow  # damages and rebuilds real caches, killed rebuilds included
 
 QUERIES = ("redis cache failover", "python style", "deploy kubernetes helm")
@@ -303,7 +305,7 @@ def test_vector_caches_heal(
     small_embedded: Path, tmp_path: Path, vectors_on: None, target: str, damage: str
 ) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(small_embedded, vault)
+    copy_indexed(small_embedded, vault)
     cli = Cli(vault)
     clean = _searches(cli, "vsearch")
     cache = vault / ".vaultmem"
@@ -370,7 +372,7 @@ def test_a_killed_rebuild_leaves_the_old_index_live(
     many_indexed: Path, tmp_path: Path, delay: float
 ) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(many_indexed, vault)
+    copy_indexed(many_indexed, vault)
     before = _run(vault, "search", "word77 kappa", "--json").stdout
     assert "note 77.md" in before
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import Cli
 
+from tests.conftest import copy_indexed
 from vaultmem.memory.consolidate import distinct_facts
 from vaultmem.note import read_note
 from vaultmem.properties import OWNED_KEYS
@@ -280,7 +280,7 @@ def test_vectors_cluster_paraphrases(
     vectors_on: None,
 ) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     cli = Cli(vault)
     pair = [_remember(cli, text) for text in PARAPHRASES]
     other = _remember(cli, UNRELATED)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
+from tests.conftest import copy_indexed
 from vaultmem.cron import BUSY, crontab, systemd_quote
 from vaultmem.vault import vault_lock
 
@@ -52,7 +53,7 @@ def sh(command: str) -> subprocess.CompletedProcess[str]:
 def awkward(embedded_example: Path, tmp_path: Path) -> Cli:
     """A copy of the embedded example vault under a path that needs quoting."""
     target = tmp_path / AWKWARD
-    shutil.copytree(embedded_example, target)
+    copy_indexed(embedded_example, target)
     return Cli(target)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Cli, run_vaultmem
+from conftest import Cli, copy_indexed, run_vaultmem
 from local_server import free_port
 
 from vaultmem.index.records import parse_record, record_path
@@ -328,7 +328,7 @@ def test_an_unreachable_endpoint_is_reported_without_its_key(vault: Path) -> Non
 @pytest.fixture
 def embedded(embedded_example: Path, tmp_path: Path, vectors_on: None) -> Cli:
     target = tmp_path / "vault"
-    shutil.copytree(embedded_example, target)
+    copy_indexed(embedded_example, target)
     return Cli(target)
 
 

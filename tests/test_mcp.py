@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from tests.conftest import copy_indexed
 from tests.local_server import free_port
 
 TOOLS = {"search", "get", "remember", "reinforce", "flag", "links", "status", "timeline"}
@@ -227,7 +227,7 @@ def test_search_defaults_to_hybrid_when_the_vault_has_vectors(
     embedded_example: Path, tmp_path: Path, vectors_on: None
 ) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     query = {"query": "why did we pick redis", "limit": 3}
 
     async def body(client: Client) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,6 +20,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from test_mcp import _data, _text
+
+from tests.conftest import copy_indexed
 
 REDIS = "decisions/Redis for caching.md"
 RATE = "Rate limiting options"
@@ -141,7 +142,7 @@ def test_the_rest_apis_operations_are_tools(indexed: Path) -> None:
 
 def test_similar_over_vectors(embedded_example: Path, tmp_path: Path, vectors_on: None) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     done = run_vaultmem(vault, "similar", "Redis for caching", "-n", "3", "--json")
     assert done.returncode == 0, done.stderr
     cli_paths = [json.loads(line)["path"] for line in done.stdout.splitlines()]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_VAULT, Cli
 
+from tests.conftest import copy_indexed
 from vaultmem.frontmatter.scan import parse_meta
 from vaultmem.memory.remember import NEAR_DUPLICATE, content_key, shingle_similarity, slugify
 from vaultmem.scores import to_utc
@@ -430,7 +430,7 @@ def test_near_duplicate_by_vector_when_the_vault_has_vectors(
     embedded_example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     target = "inbox/Redis memory at 80 percent.md"
     body = (vault / target).read_text(encoding="utf-8").split("\n\n", 1)[1]
     text = _swap_pairs(body)

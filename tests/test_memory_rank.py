@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, copy_indexed
 from vaultmem import scores
 from vaultmem.index.manifest import Entry
 from vaultmem.retrieval.memory_rank import RankingOptions, rank
@@ -272,7 +272,7 @@ def test_forgotten_note_hidden_from_vsearch(
     embedded_example: Path, tmp_path: Path, vectors_on: None
 ) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     cli = Cli(vault)
     target = "decisions/Redis for caching.md"
     assert target in _paths(cli, "vsearch", "shared cache for sessions", "-n", "20")

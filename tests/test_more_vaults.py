@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +19,8 @@ from mcp.client.stdio import StdioServerParameters
 from test_mcp import _data, _text
 from test_vaults import _run, _user_config
 
+from tests.conftest import copy_indexed
+
 TIDES = "# Tide tables\n\nHigh water at the harbour comes at noon; low water at six.\n"
 
 
@@ -28,7 +29,7 @@ def three(embedded_example: Path, tmp_path: Path, vectors_on: None) -> dict[str,
     """work (the example vault, embedded), side (one note, embedded), new (never indexed)
     and bad (a config that does not load), all named in the user config."""
     work, side, new, bad = (tmp_path / n for n in ("work", "side", "new", "bad"))
-    shutil.copytree(embedded_example, work)
+    copy_indexed(embedded_example, work)
     for folder in (side, new, bad):
         folder.mkdir()
         (folder / "Tides.md").write_text(TIDES, "utf-8")

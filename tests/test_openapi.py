@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import copy_indexed
 from tests.local_server import free_port, running
 
 pytestmark = pytest.mark.slow  # fuzzes the REST API from its schema (schemathesis)
@@ -36,7 +36,7 @@ def served(embedded_example: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     """`vaultmem serve` with a token over a copy of the embedded example vault; its URL.
     Nothing it answers may have left a traceback in its log."""
     vault = tmp_path_factory.mktemp("openapi") / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     home = tmp_path_factory.mktemp("home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))

@@ -21,6 +21,7 @@ import pytest
 from conftest import EXAMPLE_QUERIES, EXAMPLE_VAULT, Cli, example_queries
 from fake_openai_server import FakeOpenAIServer
 
+from tests.conftest import copy_indexed
 from vaultmem.config import build
 from vaultmem.retrieval import fusion
 
@@ -72,7 +73,7 @@ def server(
 def qcli(fake_indexed: Path, tmp_path: Path) -> Cli:
     """A CLI on a private copy of the fake-embedded vault (cache included)."""
     vault = tmp_path / "vault"
-    shutil.copytree(fake_indexed, vault)
+    copy_indexed(fake_indexed, vault)
     return Cli(vault)
 
 
@@ -489,7 +490,7 @@ def test_eval_has_a_query_mode(embedded_example: Path, tmp_path: Path) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(EXAMPLE_QUERIES.read_text("utf-8").splitlines(True)[:4]), "utf-8")
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     cli = Cli(vault)
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("VAULTMEM_EMBEDDER")
@@ -707,3 +708,45 @@ def test_explain_shows_each_result_s_rank_and_score_before_and_after_the_prior(
         memory = hit["explain"]["memory"]
         if not memory["superseded"]:
             assert abs(memory["score"] - memory["relevance"]) <= 0.2 * 1.5 + 1e-9
+
+
+def test_query_and_surfacing_weigh_their_lists_as_measured(
+    embedded_example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime
+
+    import vaultmem.retrieval.query as query_module
+    from vaultmem.agent import surface
+    from vaultmem.index.lexical import LexicalIndex
+    from vaultmem.inference.local import LocalEmbedder
+    from vaultmem.retrieval.query_types import Backends, QueryOptions, QueryResult
+
+    config = build(embedded_example, {})
+    index = LexicalIndex.open(config.cache_dir)
+    backends = Backends(embedder=LocalEmbedder())
+    text = "how do we recover when the cache primary fails"
+    real = query_module.query
+
+    def weights(options: QueryOptions) -> dict[str, float]:
+        found = real(config, text, backends=backends, options=options, index=index)
+        return {spec.name: spec.weight for spec in found.lists}
+
+    # query: the note leads 0.75, the best fragments' vectors 1.25 (BENCHMARKS.md, issue 30).
+    assert weights(QueryOptions()) == {
+        "bm25:original": 1.0,
+        "bm25:lead": 0.75,
+        "vec:original": 1.25,
+        "vec:lead": 0.75,
+    }
+    assert set(weights(QueryOptions(weights=fusion.SURFACE_WEIGHTS)).values()) == {1.0}
+    # Surfacing asks for its own: the real query runs, its options recorded on the way.
+    asked: list[QueryOptions] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> QueryResult:
+        asked.append(kwargs["options"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(query_module, "query", recorded)
+    now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    found = surface.candidates(config, text, now=now, index=index, backends=backends)
+    assert found and [o.weights for o in asked] == [fusion.SURFACE_WEIGHTS]

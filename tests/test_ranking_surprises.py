@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, copy_indexed
 
 NOW = "2026-11-20T10:00:00Z"
 REDIS = "decisions/Redis for caching.md"
@@ -156,7 +156,7 @@ def test_vector_scores_are_cosines(
     embedded_example: Path, tmp_path: Path, vectors_on: None
 ) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     cli = Cli(vault)
     for command in (("vsearch", "caching layer"), ("similar", "Redis for caching")):
         hits = cli.json_lines(*command)

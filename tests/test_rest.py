@@ -18,6 +18,8 @@ import httpx
 import pytest
 from conftest import EXAMPLE_VAULT
 
+from tests.conftest import copy_indexed
+
 TOKEN = "test-token-0123456789"
 JSON_TYPE = {"Content-Type": "application/json"}
 
@@ -88,7 +90,7 @@ def _index(vault: Path, home: Path) -> None:
 def server(embedded_example: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A token-protected server over an embedded copy of example-vault (vectors on)."""
     vault = tmp_path_factory.mktemp("rest") / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     running = Server(vault, tmp_path_factory.mktemp("home"), token=TOKEN, vectors=True)
     yield running
     running.stop()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_VAULT, Cli
 
+from tests.conftest import copy_indexed
 from vaultmem.index.graph import Edge, LinkGraph
 from vaultmem.index.manifest import Entry
 from vaultmem.retrieval import routing
@@ -277,7 +278,7 @@ def test_when_with_vectors_keeps_the_best_note_first(
     embedded_example: Path, tmp_path: Path, vectors_on: None, question: str, first: str
 ) -> None:
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     hits = Cli(vault).json_lines("query", question, "-n", "5")
     assert hits[0]["path"] == first, [h["path"] for h in hits]
 

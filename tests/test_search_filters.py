@@ -24,6 +24,8 @@ from mcp import Client
 from test_mcp import _data, _session, _text
 from test_rest import TOKEN, Server, _error, _index, _ok
 
+from tests.conftest import copy_indexed
+
 COLLECTIONS = '[collections.work]\npath = "projects"\n[collections.choices]\npath = "decisions"\n'
 WINDOW = ("--since", "2026-10-20", "--until", "2026-10-31")
 IN_WINDOW = (datetime(2026, 10, 20, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
@@ -41,7 +43,7 @@ def _collected(vault: Path) -> Path:
 def _embedded_collected(embedded: Path, tmp_path: Path) -> Path:
     """A private copy of the embedded example vault, with the two collections."""
     vault = tmp_path / "vault"
-    shutil.copytree(embedded, vault)
+    copy_indexed(embedded, vault)
     (vault / ".vaultmem.toml").write_text(COLLECTIONS, encoding="utf-8")
     return vault
 

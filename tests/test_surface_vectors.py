@@ -5,14 +5,13 @@ when either is missing."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, copy_indexed
 from vaultmem import config as vconfig
 from vaultmem.agent.surface import cheap_backends
 from vaultmem.index import vector_snapshot
@@ -24,7 +23,7 @@ PROMPT = "the cache layer lost every user session when a node was replaced"
 @pytest.fixture
 def embedded(embedded_example: Path, tmp_path: Path, vectors_on: None) -> Path:
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     return vault
 
 

@@ -17,6 +17,7 @@ import pytest
 from conftest import run_vaultmem
 from test_vectors import hash_ids, unit_vectors
 
+from tests.conftest import copy_indexed
 from vaultmem.config import build
 from vaultmem.index import vector_snapshot
 from vaultmem.index.vector_reads import StoredVectors
@@ -84,7 +85,7 @@ def snapshot_files(vault: Path) -> list[Path]:
 def embedded(embedded_example: Path, tmp_path: Path, vectors_on: None) -> Path:
     """A private copy of the embedded example vault (cache included)."""
     target = tmp_path / "vault"
-    shutil.copytree(embedded_example, target)
+    copy_indexed(embedded_example, target)
     return target
 
 

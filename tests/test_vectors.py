@@ -319,7 +319,9 @@ def test_a_foreign_collection_under_our_name_is_refused(tmp_path: Path) -> None:
     import chromadb
     from chromadb.config import Settings
 
-    path = tmp_path / ".vaultmem" / "chroma"  # in an (older) vault cache
+    from vaultmem.vault import make_cache
+
+    path = make_cache(tmp_path / ".vaultmem") / "chroma"  # in a vault's cache
     client = chromadb.PersistentClient(
         path=str(path.resolve()), settings=Settings(anonymized_telemetry=False, allow_reset=False)
     )

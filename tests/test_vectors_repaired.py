@@ -10,7 +10,6 @@ process.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -20,6 +19,8 @@ from typing import Any
 import httpx
 import pytest
 from test_rest import TOKEN, Server
+
+from tests.conftest import copy_indexed
 
 pytestmark = pytest.mark.slow  # a real server whose vector store is damaged and rebuilt
 
@@ -43,7 +44,7 @@ DAMAGE: dict[str, Callable[[Path], None]] = {"garbled": _garble, "deleted": _del
 def served(embedded_example: Path, tmp_path: Path) -> Iterator[Server]:
     """`vaultmem serve` (the default in-process MiniLM) over an embedded example vault."""
     vault = tmp_path / "vault"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     server = Server(vault, tmp_path / "home", token=TOKEN, vectors=True)
     try:
         yield server

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli, example_queries
 
+from tests.conftest import copy_indexed
 from vaultmem.inference.local import LocalEmbedder
 
 
@@ -22,7 +23,7 @@ def embedded(embedded_example: Path) -> Path:
 def vcli(embedded: Path, tmp_path: Path, vectors_on: None) -> Cli:
     """A CLI on a private copy of the embedded vault (cache included)."""
     vault = tmp_path / "vault"
-    shutil.copytree(embedded, vault)
+    copy_indexed(embedded, vault)
     return Cli(vault)
 
 

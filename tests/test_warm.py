@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import copy_indexed
 from vaultmem.client import ANSWER_S, command_of
 
 pytestmark = pytest.mark.slow  # real `serve` processes and the warm path
@@ -104,7 +104,7 @@ def test_same_answers_through_the_server(
     embedded_example: Path, tmp_path: Path, vectors_on: None, serve_at: Served
 ) -> None:
     vault = tmp_path / "v"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     serve_at(vault)
     prompt = "why did we move sessions to Redis?"
     codes = {}
@@ -282,7 +282,7 @@ def test_a_warm_vault_keeps_its_vector_store_open(
     from vaultmem.model import SearchRequest
 
     vault = tmp_path / "v"
-    shutil.copytree(embedded_example, vault)
+    copy_indexed(embedded_example, vault)
     warm = api.OpenVault(build(vault, {}), warm=True)
     embedder = warm.embedder(required=True)
     assert embedder is not None

@@ -35,6 +35,7 @@ __all__ = [
     "MARKER",
     "CacheRefused",
     "cache_problem",
+    "mark_copy",
     "own_cache",
     "remove_tree",
     "settle_cache",
@@ -287,6 +288,18 @@ def _looks_like_ours(path: Path) -> bool:
         return (path / ".gitignore").read_bytes() == b"*\n"
     except OSError:
         return False
+
+
+def mark_copy(path: Path) -> None:
+    """Mark the cache folder ``path``, a copy this user made of a cache of theirs (``cp
+    -r`` of a vault they indexed), as made for its new place, so its indexes are read as
+    they are instead of emptied. For tools that copy a vault they built themselves (the
+    tests, the benchmarks); never for a folder that came from anywhere else.
+
+    Example:
+        >>> mark_copy(Path("copy/.vaultmem"))  # doctest: +SKIP
+    """
+    _write_marker(path, os.lstat(path))
 
 
 def _write_marker(path: Path, info: os.stat_result) -> None:

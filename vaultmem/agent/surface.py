@@ -251,6 +251,7 @@ def candidates(
     benchmark can sweep them without searching again.
     """
     from vaultmem.index.lexical import LexicalIndex
+    from vaultmem.retrieval.fusion import SURFACE_WEIGHTS
     from vaultmem.retrieval.memory_rank import RankingOptions
     from vaultmem.retrieval.query import query
     from vaultmem.retrieval.query_types import QueryOptions
@@ -261,6 +262,7 @@ def candidates(
         candidates=RETRIEVAL_DEPTH,
         rerank=False,
         ranking=RankingOptions(now=now, review_share=0.0),
+        weights=SURFACE_WEIGHTS,
     )
     result = query(config, text, backends=backends, options=options, index=index)
     entries = index.entries(h.path for h in result.hits)

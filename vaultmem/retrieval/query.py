@@ -159,8 +159,9 @@ def query(
     stages.append(stage)
 
     lists = Lists()
-    stages.append(bm25_lists(config, index, lists, text, probe, expansion, depth, filters, intent))
-    stages.append(vector_lists(config, backends, lists, text, expansion, depth, filters, intent))
+    steer = (intent, options.weights or fusion.route_weights(route.name))
+    stages.append(bm25_lists(config, index, lists, text, probe, expansion, depth, filters, *steer))
+    stages.append(vector_lists(config, backends, lists, text, expansion, depth, filters, *steer))
 
     fused = lists.fuse()
     weights = ", ".join(f"{spec.name} {spec.weight:g}" for spec in lists.specs)

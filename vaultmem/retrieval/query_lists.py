@@ -133,19 +133,21 @@ def bm25_lists(
     depth: int,
     filters: Filters,
     intent: str | None = None,
+    weights: fusion.ListWeights | None = None,
 ) -> Stage:
     """Add the BM25 lists to ``lists``: the probe, the lead field, the query steered by the
-    intent, each lexical variant."""
+    intent, each lexical variant (``weights``: :data:`fusion.QUERY_WEIGHTS` unless given)."""
     from vaultmem.retrieval.search import lexical_hits
 
-    lists.add_bm25("bm25:original", text, fusion.BM25_LIST_WEIGHT, probe)
+    weights = weights or fusion.QUERY_WEIGHTS
+    lists.add_bm25("bm25:original", text, weights.bm25, probe)
     lead = lexical_hits(config, text, limit=depth, filters=filters, index=index, lead=True)
-    lists.add_bm25("bm25:lead", text, fusion.LEAD_KEYWORD_WEIGHT, lead)
+    lists.add_bm25("bm25:lead", text, weights.lead_keyword, lead)
     if intent:
         steered = steering_text(text, intent)
         hits = lexical_hits(config, steered, limit=depth, filters=filters, index=index)
         lists.add_bm25("bm25:intent", steered, fusion.INTENT_WEIGHT, hits)
-    weight = fusion.VARIANT_SHARE * fusion.BM25_LIST_WEIGHT
+    weight = fusion.VARIANT_SHARE * weights.bm25
     for n, variant in enumerate(expansion.lexical if expansion else (), start=1):
         hits = lexical_hits(config, variant, limit=depth, filters=filters, index=index)
         lists.add_bm25(f"bm25:lex-{n}", variant, weight, hits)
@@ -162,10 +164,12 @@ def vector_lists(
     depth: int,
     filters: Filters,
     intent: str | None = None,
+    weights: fusion.ListWeights | None = None,
 ) -> Stage:
     """Add the vector lists to ``lists`` (original, note lead, the query steered by the
     intent, semantic variants, hypothetical passage) in one embedding call; BM25 only
-    when that cannot run."""
+    when that cannot run (``weights``: :data:`fusion.QUERY_WEIGHTS` unless given)."""
+    weights = weights or fusion.QUERY_WEIGHTS
     embedder = backends.embedder
     if embedder is None:
         # Vectors the user turned off (or never set up) are a choice, not a degradation.
@@ -173,10 +177,10 @@ def vector_lists(
         return Stage(
             "vectors", "off" if chosen else "skipped", f"{backends.embedder_note}: BM25 only"
         )
-    queries: list[tuple[str, str, float]] = [("vec:original", text, fusion.VECTOR_LIST_WEIGHT)]
+    queries: list[tuple[str, str, float]] = [("vec:original", text, weights.vector)]
     if intent:
         queries.append(("vec:intent", steering_text(text, intent), fusion.INTENT_WEIGHT))
-    weight = fusion.VARIANT_SHARE * fusion.VECTOR_LIST_WEIGHT
+    weight = fusion.VARIANT_SHARE * weights.vector
     if expansion is not None:
         for n, variant in enumerate(expansion.semantic, start=1):
             queries.append((f"vec:sem-{n}", variant, weight))
@@ -211,6 +215,6 @@ def vector_lists(
     for (name, query_text, weight), (hits, leads) in zip(queries, found, strict=True):
         lists.add_vec(name, query_text, weight, hits)
         if name == "vec:original":  # the note-lead list: of the original query only
-            lists.add_vec("vec:lead", query_text, fusion.LEAD_VECTOR_WEIGHT, leads)
+            lists.add_vec("vec:lead", query_text, weights.lead_vector, leads)
     names = [f"{s.name.split(':')[1]} ({s.hits})" for s in lists.specs if s.kind == "vec"]
     return Stage("vectors", "ran", f"{len(names)} list(s), {embedder.model_id}: {', '.join(names)}")

@@ -248,6 +248,8 @@ class QueryOptions:
     rerank: bool = True
     filters: Filters = field(default_factory=Filters)
     ranking: RankingOptions | None = None  # memory prior and review slots; None: off
+    # The original query's list weights; None: fusion.QUERY_WEIGHTS (surfacing: its own).
+    weights: fusion.ListWeights | None = None
 
 
 @dataclass(frozen=True)
