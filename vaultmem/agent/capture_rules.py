@@ -167,7 +167,8 @@ _CUES: tuple[tuple[str, str], ...] = (
         r"(?:go(?:ing)? with|stick(?:ing)? with|stay(?:ing)? (?:on|with)|standardi[sz]e on|"
         r"switch(?:ing)? (?:over )?to|migrat(?:e|ing) to)\b|\bwe went with\b"
         r"|\blet'?s not use\b|\bin (?:the )?future,? (?:we|always|never|use|please)\b"
-        r"|^(?:(?:then|so) )?(?:go|stick|stay) with\b|\blet'?s use\b|\bdecision:|\bthe decision is\b"
+        r"|^(?:(?:then|so) )?(?:go|stick|stay) with\b|\blet'?s use\b"
+        r"|\bdecision:|\bthe decision is\b"
         r"|(?:^|[—–:;]\s*)(?:let'?s |we(?:'ll| will)? )?keep\b.{2,60}\b(?:for now|until)\b"
         r"|\bwe(?:'ll| will)? use\b.{2,60}\binstead\b|\binstead of\b.{3,}\bbecause\b"
         r"|\b(?:considered|looked at)\b.{2,40}\b(?:rejected|ruled out|dropped)\b"
@@ -418,12 +419,15 @@ _RETRACT_RE = re.compile(
 _RETRACTED_WORDS = 5  # the retracted thing is named within this many words of the phrase
 # Short words of the supported languages that name nothing (content_words keeps them).
 _FUNCTION_WORDS = frozenset(
-    "about all also and are but for not now the then with "
-    "auf aus das dem den der des die ein eine für ist mit nicht noch sind und von "
-    "con del las los más muy para por que sin una uno "
-    "avec dans est les mais pas pour sur une "
-    "com das dos mais nao não para pra uma "
-    "che del della gli nel non ora per poi sono sul una uno".split()
+    re.findall(
+        r"\S+",
+        "about all also and are but for not now the then with "
+        "auf aus das dem den der des die ein eine für ist mit nicht noch sind und von "
+        "con del las los más muy para por que sin una uno "
+        "avec dans est les mais pas pour sur une "
+        "com das dos mais nao não para pra uma "
+        "che del della gli nel non ora per poi sono sul una uno",
+    )
 )
 _ACCEPT_RE = re.compile(
     r"^(?:yes|yep|yeah|ok(?:ay)?|sure|agreed|sounds good|good idea|perfect|great|do it|"
