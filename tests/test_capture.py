@@ -66,8 +66,9 @@ def _transcript(tmp_path: Path, name: str, session: str, turns: list[tuple[str, 
 
 
 def test_the_rules_reach_the_targets_on_the_capture_benchmark(tmp_path: Path) -> None:
-    """36 hand-written sessions (benchmarks/data/capture): precision ≥ 0.90 and recall
-    ≥ 0.60 with the rules alone (the phrase rules before issue 31: 0.70 and 0.12)."""
+    """45 hand-written sessions (benchmarks/data/capture, the own set the rules are tuned
+    on): precision ≥ 0.95 and recall ≥ 0.78 with the rules alone (the phrase rules before
+    issue 31: 0.70 and 0.12; round 1 of issue 31 on its 36 sessions: 1.00 and 0.78)."""
     from vaultmem.agent.extract import extract_transcript
     from vaultmem.config import build
 
@@ -77,15 +78,15 @@ def test_the_rules_reach_the_targets_on_the_capture_benchmark(tmp_path: Path) ->
     config = build(vault, {})
     score = bench.Score()
     golds = [json.loads(x) for x in (CAPTURE / "gold.jsonl").read_text().splitlines() if x]
-    assert len(golds) >= 30
+    assert len(golds) >= 45
     for gold in golds:
         report = extract_transcript(
             config, CAPTURE / f"{gold['session']}.jsonl", llm=None, now=NOW, dry_run=True
         )
         captured = [(m.candidate.type, m.candidate.text) for m in report.memories]
         bench.score_session(score, gold, captured)
-    assert score.precision >= 0.90, score.noise
-    assert score.recall >= 0.60, score.misses
+    assert score.precision >= 0.95, score.noise
+    assert score.recall >= 0.78, score.misses
 
 
 @pytest.mark.parametrize(
