@@ -66,8 +66,9 @@ def _transcript(tmp_path: Path, name: str, session: str, turns: list[tuple[str, 
 
 
 def test_the_rules_reach_the_targets_on_the_capture_benchmark(tmp_path: Path) -> None:
-    """36 hand-written sessions (benchmarks/data/capture): precision ≥ 0.90 and recall
-    ≥ 0.60 with the rules alone (the phrase rules before issue 31: 0.70 and 0.12)."""
+    """45 hand-written sessions (benchmarks/data/capture, the own set the rules are tuned
+    on): precision ≥ 0.95 and recall ≥ 0.78 with the rules alone (the phrase rules before
+    issue 31: 0.70 and 0.12; round 1 of issue 31 on its 36 sessions: 1.00 and 0.78)."""
     from vaultmem.agent.extract import extract_transcript
     from vaultmem.config import build
 
@@ -77,15 +78,15 @@ def test_the_rules_reach_the_targets_on_the_capture_benchmark(tmp_path: Path) ->
     config = build(vault, {})
     score = bench.Score()
     golds = [json.loads(x) for x in (CAPTURE / "gold.jsonl").read_text().splitlines() if x]
-    assert len(golds) >= 30
+    assert len(golds) >= 45
     for gold in golds:
         report = extract_transcript(
             config, CAPTURE / f"{gold['session']}.jsonl", llm=None, now=NOW, dry_run=True
         )
         captured = [(m.candidate.type, m.candidate.text) for m in report.memories]
         bench.score_session(score, gold, captured)
-    assert score.precision >= 0.90, score.noise
-    assert score.recall >= 0.60, score.misses
+    assert score.precision >= 0.95, score.noise
+    assert score.recall >= 0.78, score.misses
 
 
 @pytest.mark.parametrize(
@@ -104,9 +105,21 @@ def test_the_rules_reach_the_targets_on_the_capture_benchmark(tmp_path: Path) ->
         ("Prefiero los commits en español con el formato convencional.", "preference"),
         ("On part sur FastAPI pour le catalogue, pas Flask.", "decision"),
         ("Ne jamais appeler l'API du fournisseur dans les tests unitaires.", "antipattern"),
+        ("Decidimos que as filas ficam no RabbitMQ, não no banco.", "decision"),
+        ("A partir de agora os commits seguem o Conventional Commits.", "decision"),
+        ("Nunca faça deploy na sexta-feira sem alguém de plantão.", "antipattern"),
+        ("Prefiro testes que usam o banco de verdade.", "preference"),
+        ("Descobrimos que o pool do PgBouncer estava limitado a 20 conexões.", "observation"),
+        ("Abbiamo deciso di usare Flyway per le migrazioni.", "decision"),
+        ("D'ora in poi le release escono il martedì.", "decision"),
+        ("Non usare mai i singleton nei servizi Spring.", "antipattern"),
+        ("Preferisco i nomi dei metodi in inglese.", "preference"),
+        ("Si è scoperto che il pool era limitato a dieci connessioni.", "observation"),
+        ("we never send email from inside a database transaction.", "antipattern"),
+        ("We always tag releases with the date, like 2026.11.3.", "preference"),
     ],
 )
-def test_cues_people_use_in_four_languages(said: str, kind: str) -> None:
+def test_cues_people_use_in_six_languages(said: str, kind: str) -> None:
     (found,) = spot([Said("user", said)])
     assert found.kind == kind
 
@@ -148,6 +161,118 @@ def test_a_decision_taken_back_later_is_dropped() -> None:
     assert [s.text for s in spot(turns)] == [
         "Actually scrap that — we'll use SQS for the notification queue instead."
     ]
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("Staging is the GKE cluster in europe-west4.", "observation"),
+        ("The billing database runs on Aurora in eu-north-1.", "observation"),
+        ("Container images are pushed to ghcr.io/acme, not Docker Hub.", "observation"),
+        ("The data team owns the warehouse; dbt jobs run on the LOADING warehouse.", "observation"),
+        ("Feature specs live under spec/features, one file per page.", "preference"),
+        ("Webhooks go through the /hooks router and never touch the public API.", "preference"),
+        ("Our Redis is 7.2 on ElastiCache.", "observation"),
+        ("The mobile app stays at Kotlin 1.9 until the Compose upgrade.", "observation"),
+        ("Die Belege liegen im Bucket kontor-belege in eu-central-1.", "observation"),
+        ("El panel de administración corre en Cloud Run en us-central1.", "observation"),
+        ("Le back-office tourne sur Clever Cloud à Paris.", "observation"),
+        ("O front roda na Vercel; a API fica na Fly.io em gru.", "observation"),
+        ("Il gestionale gira su un VPS Hetzner a Norimberga.", "observation"),
+    ],
+)
+def test_plain_statements_of_fact_and_convention_are_memories(said: str, kind: str) -> None:
+    """What people say about where and how the project's things are, with no cue word."""
+    (found,) = spot([Said("user", said)])
+    assert found.kind == kind
+
+
+@pytest.mark.parametrize(
+    ("role", "said"),
+    [
+        ("user", "the test fails on CI since this morning"),
+        ("user", "the deploy to staging failed again"),
+        ("user", "the error is in the serializer, line 42 of api/orders.py"),
+        ("user", "the pods are green now on us-east-1"),
+        ("user", "is staging in eu-west-1?"),
+        ("user", "I'll move the bucket to eu-west-1 next week."),
+        ("user", "we need to move the cron jobs to the new cluster in us-east-2."),
+        ("user", "the helm values still point at docker.io/acme."),
+        ("user", "Put the page size in the Config struct."),
+        ("user", "It runs on my machine with Python 3.12."),
+        ("user", "This runs in 4 seconds on an M2."),
+        ("user", "the job is stuck in pending on the CI runner."),
+        ("user", "The request is blocked by CORS on app.example.com."),
+        ("user", "My branch is on the old base from v2.3."),
+        ("user", "O teste de login está falhando no CI."),
+        ("user", "Il job va ancora in timeout su Jenkins."),
+        ("assistant", "The router is in internal/http/router.go."),
+        ("assistant", "Staging runs on the EKS cluster in us-east-2."),
+    ],
+)
+def test_narration_questions_and_plans_are_not_facts(role: str, said: str) -> None:
+    assert spot([Said(role, said)]) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "go with a token bucket in the gateway, not in each service. "
+        "I don't want five copies of the same limiter drifting apart.",
+        "we never send email from inside a DB transaction. We got burned twice, "
+        "the tx rolled back and customers still got the email.",
+        "let's just go with Dramatiq on the Redis we already have. "
+        "Celery is overkill for three tasks and I don't want to babysit a beat scheduler.",
+        "Wir bleiben beim Cronjob im Cluster. Ich will kein weiteres System für einen Job.",
+        "Vamos usar o Oban para os jobs. Não quero mais uma dependência antes do lançamento.",
+    ],
+)
+def test_a_reason_stays_part_of_its_memory(said: str) -> None:
+    (found,) = spot([Said("user", said)])
+    assert found.text.endswith(sentences_of(said)[-1])
+
+
+def sentences_of(text: str) -> list[str]:
+    from vaultmem.agent.capture_rules import clean, sentences
+
+    return [clean(s) for s in sentences(text)]
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "kept"),
+    [
+        (
+            "let's use Playwright for the e2e tests.",
+            "hm, forget the Playwright idea, the QA team knows Cypress.",
+            [],
+        ),
+        (
+            "Let's put the thumbnails on the CDN with a one-day cache.",
+            "actually, let's not put thumbnails on the CDN, the URLs are signed.",
+            [],
+        ),
+        (
+            "yeah let's use Zustand for the favourites store.",
+            "hmm, scratch Zustand for now, pull it back out.",
+            [],
+        ),
+        ("Lass uns dafür Airflow nehmen.", "Vergiss die Airflow-Idee, das ist zu viel.", []),
+        ("Vamos con Pub/Sub para la cola de correos.", "Mejor no, olvida lo de Pub/Sub.", []),
+        ("On part sur Sentry pour les erreurs du front.", "Finalement, laisse tomber Sentry.", []),
+        ("Vamos usar o Sentry para os erros.", "Esquece o Sentry, já temos o Datadog.", []),
+        ("Usiamo Redis per la cache delle tariffe.", "Lascia perdere Redis, troppo.", []),
+        (
+            "let's use Playwright for the e2e tests.",
+            "actually the migration is fine, run it.",
+            ["Let's use Playwright for the e2e tests."],
+        ),
+    ],
+)
+def test_a_decision_taken_back_in_other_words_is_dropped(
+    first: str, later: str, kept: list[str]
+) -> None:
+    turns = [Said("user", first), Said("assistant", "Setting it up."), Said("user", later)]
+    assert [s.text for s in spot(turns)] == kept
 
 
 def test_a_suggestion_the_user_accepts_is_a_decision() -> None:

@@ -29,6 +29,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vaultmem.agent.capture_facts import fact
 from vaultmem.agent.redact import REDACTED
 from vaultmem.subjects import content_words
 
@@ -80,9 +81,10 @@ _ABBREV_END_RE = re.compile(r"(?:\b(?:e\.g|i\.e|vs|etc|approx|cf|z\.B|bzw|ca|p\.
 # conjunction before a space.
 _REPLIES = (
     r"(?:ok(?:ay)?|yes|yeah|yep|no|nope|right|sure|good|great|nice|alright|hm+|ah+|oh|"
-    r"ja|nein|genau|stimmt|gut|sí|si|vale|bueno|claro|oui|non|bon|d'accord|alors)"
+    r"ja|nein|genau|stimmt|gut|sí|si|vale|bueno|claro|oui|non|bon|d'accord|alors|"
+    r"sim|não|beleza|certo|tá|então|ótimo|sì|bene|allora|ecco|perfetto|ah|anzi)"
 )
-_CONJUNCTIONS = r"(?:and|also|but|so|plus|und|aber|y|pero|et|mais)"
+_CONJUNCTIONS = r"(?:and|also|but|so|plus|fyi|btw|und|aber|y|pero|et|mais|e|mas|ma|però)"
 _OPENER_RE = re.compile(rf"^(?:{_REPLIES}\s*[,.:;!—–-]+\s*|{_CONJUNCTIONS}\s+)+", re.IGNORECASE)
 _CODEY_RE = re.compile(r"[{}=;<>\[\]()]")
 
@@ -137,7 +139,10 @@ _CUES: tuple[tuple[str, str], ...] = (
         r"|\b(?:es )?stellt sich heraus\b|\bdas problem war\b|\bdie ursache (?:war|ist)\b"
         r"|\bes lag (?:daran|an)\b|\bresulta que\b|\bel problema (?:era|fue)\b"
         r"|\bla causa (?:raíz )?(?:era|fue|es)\b|\bil s'avère que\b"
-        r"|\ble problème (?:était|venait)\b|\bla cause (?:était|racine)\b",
+        r"|\ble problème (?:était|venait)\b|\bla cause (?:était|racine)\b"
+        r"|\bdescobrimos que\b|\bacontece que\b|\bo problema (?:era|foi)\b"
+        r"|\ba causa (?:era|foi)\b|\bsi è scoperto che\b|\babbiamo scoperto che\b"
+        r"|\bè venuto fuori che\b|\bil problema (?:era|è stato)\b|\bla causa (?:era|è)\b",
     ),
     # antipatterns: what went wrong and must not happen again
     (
@@ -149,7 +154,10 @@ _CUES: tuple[tuple[str, str], ...] = (
         r"|^(?:please )?(?:never|don'?t|do not)\b|^(?:bitte )?(?:nie|niemals)\b"
         r"|^(?:por favor )?(?:nunca|jamás)\b|^(?:ne )?jamais\b"
         r"|^no (?:uses|hagas|subas|pongas|ejecutes|borres|toques|mezcles)\b"
-        r"|\bn'utilise(?:z)? (?:pas|jamais)\b",
+        r"|\bn'utilise(?:z)? (?:pas|jamais)\b"
+        r"|\bnunca mais\b|^(?:por favor )?(?:nunca|jamais)\b|^não (?:use|faça|rode|suba|mexa)\b"
+        r"|\bmai più\b|^(?:per favore )?mai\b|^non (?:\w+ )?mai\b"
+        r"|\bwe (?:never|don'?t ever)\s+(?!\w+ed\b)\w+",
     ),
     # decisions: a choice that was made
     (
@@ -159,13 +167,14 @@ _CUES: tuple[tuple[str, str], ...] = (
         r"(?:go(?:ing)? with|stick(?:ing)? with|stay(?:ing)? (?:on|with)|standardi[sz]e on|"
         r"switch(?:ing)? (?:over )?to|migrat(?:e|ing) to)\b|\bwe went with\b"
         r"|\blet'?s not use\b|\bin (?:the )?future,? (?:we|always|never|use|please)\b"
-        r"|^(?:(?:then|so) )?go with\b|\blet'?s use\b|\bdecision:|\bthe decision is\b"
-        r"|^(?:let'?s |we(?:'ll| will)? )?keep\b.{2,60}\bfor now\b"
+        r"|^(?:(?:then|so) )?(?:go|stick|stay) with\b|\blet'?s use\b"
+        r"|\bdecision:|\bthe decision is\b"
+        r"|(?:^|[—–:;]\s*)(?:let'?s |we(?:'ll| will)? )?keep\b.{2,60}\b(?:for now|until)\b"
         r"|\bwe(?:'ll| will)? use\b.{2,60}\binstead\b|\binstead of\b.{3,}\bbecause\b"
         r"|\b(?:considered|looked at)\b.{2,40}\b(?:rejected|ruled out|dropped)\b"
         r"|\bfrom now on\b|\bgoing forward\b|\bfrom here on\b"
         r"|\bwir haben (?:uns )?(?:entschieden|beschlossen|geeinigt)\b|\bentscheidung:"
-        r"|\bwir bleiben (?:bei|auf)\b|\bab (?:sofort|jetzt)\b|\bvon nun an\b|\bkünftig\b"
+        r"|\bwir bleiben (?:bei|beim|auf)\b|\bab (?:sofort|jetzt)\b|\bvon nun an\b|\bkünftig\b"
         r"|\bin zukunft\b|\blass(?:t)? uns\b.{0,40}\b(?:nehmen|verwenden|benutzen|nutzen)\b"
         r"|\bnur noch (?:über|mit|in|im|per|auf|bei|via)\b"
         r"|\bvamos con\b|\bnos quedamos con\b|\b(?:hemos )?decidi(?:do|mos)\b|\boptamos por\b"
@@ -173,7 +182,15 @@ _CUES: tuple[tuple[str, str], ...] = (
         r"|\ben (?:lugar|vez) de\b|\ba partir de ahora\b|\bde ahora en adelante\b"
         r"|\bon part sur\b|\b(?:on a|nous avons) (?:décidé|choisi|retenu)\b|\bon reste sur\b"
         r"|\bon garde\b"
-        r"|\bà partir de maintenant\b|\bdésormais\b|\bdorénavant\b|\bau lieu de\b",
+        r"|\bà partir de maintenant\b|\bdésormais\b|\bdorénavant\b|\bau lieu de\b"
+        r"|\b(?:decidimos|resolvemos|combinamos|optamos|escolhemos)\b|\bficou decidido\b"
+        r"|\bvamos (?:usar|ficar com|de|com)\b|\bficamos com\b|\bcontinuamos (?:com|no|na)\b"
+        r"|\ba partir de agora\b|\bdaqui (?:pra|para) frente\b|\bde agora em diante\b"
+        r"|\bem vez de\b|\bao invés de\b"
+        r"|\babbiamo (?:deciso|scelto|optato)\b|\bsi è deciso\b|\busiamo\b|\buseremo\b"
+        r"|\bandiamo (?:con|su)\b|\bpassiamo a\b|\b(?:restiamo|rimaniamo) (?:su|con|sul|sulla)\b"
+        r"|\bteniamo\b|\bd'ora in (?:poi|avanti)\b|\bda (?:ora|adesso) in poi\b"
+        r"|\binvece di\b|\bal posto di\b",
     ),
     # preferences and conventions: how things are done here
     (
@@ -192,7 +209,12 @@ _CUES: tuple[tuple[str, str], ...] = (
         r"|^(?:por favor )?siempre\b|\bprefiero\b|\bpreferimos\b"
         r"|\bla (?:regla|convención) es\b|\brecuerda que\b"
         r"|^toujours\b|\bje préfère\b|\bon préfère\b"
-        r"|\bla (?:règle|convention) est\b|\bn'oublie pas que\b|\brappelle-toi que\b",
+        r"|\bla (?:règle|convention) est\b|\bn'oublie pas que\b|\brappelle-toi que\b"
+        r"|\bwe always\s+(?!\w+ed\b)\w+|\bi want (?:this|that|it) remembered\b"
+        r"|^(?:por favor )?sempre\b|\bprefiro\b|\bpreferimos\b|\ba (?:regra|convenção) é\b"
+        r"|\blembr(?:e|a)(?:-se)? (?:de )?que\b"
+        r"|\bpreferisco\b|\bpreferiamo\b|\bla (?:regola|convenzione) è\b"
+        r"|\bricorda(?:ti)? che\b",
     ),
 )
 _CUE_RES = tuple((kind, re.compile(p, re.IGNORECASE)) for kind, p in _CUES)
@@ -214,7 +236,9 @@ _HYPOTHETICAL_RE = re.compile(
     r"might|maybe|perhaps|probably|should we|shall we|in case|whether|in theory|unless|"
     r"wenn|falls|würden?|könnten?|vielleicht|angenommen|sollen wir|sollten wir|"
     r"si|podríamos|podría|quizás?|tal vez|supongamos|"
-    r"pourrait|pourrions|peut-être|supposons|imaginons|est-ce qu)\b",
+    r"pourrait|pourrions|peut-être|supposons|imaginons|est-ce qu|"
+    r"se|e se|talvez|poderíamos|poderia|seria|quem sabe|suponha|"
+    r"forse|potremmo|potrebbe|sarebbe|magari|supponiamo|immaginiamo)\b",
     re.IGNORECASE,
 )
 _NEGATED_RE = re.compile(
@@ -239,7 +263,8 @@ _ADVICE_RE = re.compile(
 _MOMENT_RE = re.compile(
     r"\b(?:yet|right now|today|tonight|tomorrow|later today|last time|this time|for this one|"
     r"never mind|nevermind|this (?:pr|branch|commit|session|ticket|change|afternoon|morning|"
-    r"evening|week)|next week|morgen|heute|mañana|hoy|demain|aujourd'hui)\b"
+    r"evening|week)|next week|not now|morgen|heute|mañana|hoy|demain|aujourd'hui|"
+    r"pas maintenant|amanhã|hoje|agora não|domani|oggi|stasera|non ora|non adesso)\b"
     r"|^(?:please )?(?:don'?t|do not|never|always) \w+ (?:it|this|that|them|anything)\b"
     r"|^(?:please )?don'?t forget to\b",
     re.IGNORECASE,
@@ -280,7 +305,19 @@ def _in_quotes(text: str, start: int) -> bool:
 
 def _cue(sentence: str, role: str) -> tuple[str, str] | None:
     """(kind, cue text) when ``sentence`` (cleaned) states a memory, else None."""
-    if sentence.rstrip().endswith(("?", "？")) or sentence.lstrip().startswith("¿"):
+    marked = _marked(sentence, role)
+    if marked is not None or role == "assistant" or _question(sentence):
+        return marked
+    return _stated(sentence)
+
+
+def _question(sentence: str) -> bool:
+    return sentence.rstrip().endswith(("?", "？")) or sentence.lstrip().startswith("¿")
+
+
+def _marked(sentence: str, role: str) -> tuple[str, str] | None:
+    """(kind, cue text) when a cue word marks ``sentence`` as a memory, else None."""
+    if _question(sentence):
         return None
     if not MIN_CHARS <= len(sentence) <= MAX_CHARS or _codey(sentence):
         return None
@@ -302,6 +339,36 @@ def _cue(sentence: str, role: str) -> tuple[str, str] | None:
         if use is not None:
             return _checked(sentence, "decision", use, role)
     return None
+
+
+def _stated(sentence: str) -> tuple[str, str] | None:
+    """A plain statement of fact or convention (:func:`vaultmem.agent.capture_facts.fact`),
+    the sentence or what follows its lead-in ("one more thing: …", "…; errors are
+    wrapped…"), unless a filter says it is a supposition, a report, a quote or of this
+    moment."""
+    if not MIN_CHARS <= len(sentence) <= MAX_CHARS or _codey(sentence):
+        return None
+    if _HYPOTHETICAL_RE.search(sentence) or re.search(r"\w'd\b", sentence):
+        return None
+    if _REPORTED_RE.search(sentence) or _MOMENT_RE.search(sentence):
+        return None
+    lead = re.search(r"[:;]\s+", sentence)
+    for clause in (sentence, sentence[lead.end() :] if lead else ""):
+        found = fact(clause) if clause else None
+        if found is not None and not _in_quotes(sentence, sentence.find(found[1])):
+            return found
+    return None
+
+
+def _follows(memory: str, sentence: str) -> bool:
+    """Whether ``sentence``, said right after ``memory`` in the same turn, belongs to it:
+    its reason, or a plain statement of fact that completes it ("Never commit .env. Secrets
+    go in the CI store.")."""
+    if len(memory) + len(sentence) >= MAX_CHARS or sentence.endswith(("?", "？")):
+        return False
+    if _REASON_RE.match(sentence) or _REASON_CUE_RE.search(sentence):
+        return True
+    return _stated(sentence) is not None and _marked(sentence, "user") is None
 
 
 def _checked(sentence: str, kind: str, found: re.Match[str], role: str) -> tuple[str, str] | None:
@@ -334,8 +401,33 @@ def _checked(sentence: str, kind: str, found: re.Match[str], role: str) -> tuple
 _REVERSAL_RE = re.compile(
     r"\b(?:actually|scrap that|scratch that|on second thought|changed my mind|forget (?:that|it)|"
     r"instead|rather than|doch nicht|stattdessen|lieber|mejor|en realidad|pensándolo mejor|"
-    r"finalement|plutôt|en fait)\b",
+    r"finalement|plutôt|en fait|tout compte fait|na verdade|pensando bem|melhor não|"
+    r"em vez disso|anzi|in realtà|ripensandoci|meglio di no|invece)\b",
     re.IGNORECASE,
+)
+# A decision taken back by name, in other words than the first time: "forget the
+# Playwright idea", "scratch Zustand", "actually, let's not put thumbnails on the CDN",
+# "vergiss die Airflow-Idee", "olvida lo de Pub/Sub", "laisse tomber Sentry", "esquece o
+# Sentry", "lascia perdere Redis". What follows the phrase names what is taken back.
+_RETRACT_RE = re.compile(
+    r"\b(?:forget (?:about )?|scratch|scrap|ditch|let'?s not|never ?mind|pull (?:it|that) "
+    r"(?:back )?out|back (?:it|that) out|vergiss|streich|lass(?:en wir)? das|"
+    r"olvida(?:te)?(?: lo de)?|olvídalo|descarta|laisse tomber|oublie|esquece|esqueça|"
+    r"deixa (?:pra|para) lá|lascia(?:mo)? perdere|dimentica|scarta)\b",
+    re.IGNORECASE,
+)
+_RETRACTED_WORDS = 5  # the retracted thing is named within this many words of the phrase
+# Short words of the supported languages that name nothing (content_words keeps them).
+_FUNCTION_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "about all also and are but for not now the then with "
+        "auf aus das dem den der des die ein eine für ist mit nicht noch sind und von "
+        "con del las los más muy para por que sin una uno "
+        "avec dans est les mais pas pour sur une "
+        "com das dos mais nao não para pra uma "
+        "che del della gli nel non ora per poi sono sul una uno",
+    )
 )
 _ACCEPT_RE = re.compile(
     r"^(?:yes|yep|yeah|ok(?:ay)?|sure|agreed|sounds good|good idea|perfect|great|do it|"
@@ -352,7 +444,18 @@ _SUGGEST_RE = re.compile(
 # "we've been bitten by this twice"): it belongs to that memory.
 _REASON_RE = re.compile(
     r"^(?:because|since|it'?s|it is|that'?s|that is|we(?:'ve| have)? (?:been|got)|otherwise|"
-    r"weil|denn|porque|ya que|car|parce que)\b",
+    r"weil|denn|porque|ya que|car|parce que|pois|já que|perché|poiché|visto che)\b",
+    re.IGNORECASE,
+)
+# What people give as the reason for a choice ("I don't want a new dependency before
+# launch", "Celery is overkill", "we got burned twice"): said after a memory it belongs to
+# it; said after an unmarked sentence it takes that sentence along as what it explains.
+_REASON_CUE_RE = re.compile(
+    r"\bi (?:really )?(?:don'?t|do not) want\b|\bi (?:hate|can'?t stand)\b"
+    r"|\b(?:is|are|'s) (?:overkill|too (?:heavy|much|risky|big))\b"
+    r"|\b(?:got|get|were|been) (?:bitten|burned|burnt)\b"
+    r"|\bich (?:will|möchte) (?:kein|nicht)|\bno quiero\b|\bje ne veux (?:pas|plus)\b"
+    r"|\bnão quero\b|\bnon voglio\b",
     re.IGNORECASE,
 )
 SHORT_CUE = 60  # a cue sentence this short takes the sentence before it as context
@@ -375,9 +478,13 @@ def rule_sentences(turns: Sequence[Said]) -> list[Spotted]:
                 continue
             text = _with_context(said, i)
             following = said[i + 1] if i + 1 < len(said) else ""
-            if following and _REASON_RE.match(following) and len(text) + len(following) < MAX_CHARS:
+            if following and _follows(text, following):
                 text = f"{_end(text)} {following}"
                 skip = True
+            elif _REASON_CUE_RE.search(text) and text == said[i] and i > 0:
+                before = said[i - 1]
+                if not before.endswith("?") and len(before) + len(text) < MAX_CHARS:
+                    text = f"{_end(before)} {text}"
             found.append(Spotted(cue[0], text, index, cue[1]))
     return found
 
@@ -432,14 +539,29 @@ def _reversed(found: Sequence[Spotted], turns: Sequence[Said]) -> set[int]:
         if earlier.kind not in ("decision", "preference"):
             continue
         mine = content_words(earlier.text)
-        for later in found[i + 1 :]:
-            if later.turn == earlier.turn or not _REVERSAL_RE.search(later.text):
-                continue
-            shared = mine & content_words(later.text)
-            if len(shared) >= 2 or (shared and len(mine) <= 3):
-                dropped.add(i)
-                break
+        later_said = [
+            clean(sentence)
+            for turn in turns[earlier.turn + 1 :]
+            if turn.role == "user"
+            for sentence in sentences(turn.text)
+        ]
+        later_spotted = [s.text for s in found[i + 1 :] if s.turn != earlier.turn]
+        if any(_takes_back(mine, text) for text in [*later_spotted, *later_said]):
+            dropped.add(i)
     return dropped
+
+
+def _takes_back(mine: frozenset[str], text: str) -> bool:
+    """Whether ``text`` takes back a decision whose content words are ``mine``: a
+    retraction naming one of them, or a reversal sharing two (one for a short one)."""
+    for found in _RETRACT_RE.finditer(text):
+        named = " ".join(text[found.end() :].split()[:_RETRACTED_WORDS])
+        if (mine & content_words(named)) - _FUNCTION_WORDS:
+            return True
+    if not _REVERSAL_RE.search(text):
+        return False
+    shared = (mine & content_words(text)) - _FUNCTION_WORDS
+    return len(shared) >= 2 or (bool(shared) and len(mine) <= 3)
 
 
 def spot(turns: Sequence[Said]) -> list[Spotted]:
