@@ -68,7 +68,7 @@ from vaultmem.agent.extract import extract_transcript  # noqa: E402
 from vaultmem.config import load  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data" / "capture"
-SETS = {"own": DATA, "round1": DATA / "round1"}
+SETS = {"own": DATA, "round1": DATA / "round1", "heldback": DATA / "heldback"}
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 _WORD_RE = re.compile(r"\w+")
 _ENDINGS = ("ing", "ed", "es", "en", "er", "s", "e")

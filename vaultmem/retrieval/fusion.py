@@ -108,6 +108,8 @@ EVENT_WEIGHTS = ListWeights()
 def route_weights(route: str) -> ListWeights:
     """The list weights of a query on ``route`` (routing's names: what, why, when, entity)."""
     return EVENT_WEIGHTS if route == "when" else QUERY_WEIGHTS
+
+
 # An expansion variant's lists weigh this share of the original query's.
 VARIANT_SHARE = 0.5
 # The lists of the query steered by ``--intent`` (its words after the query's): the
