@@ -26,14 +26,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, copy_indexed
 
 pytestmark = pytest.mark.slow  # runs every shell example of the README and docs/
 
@@ -133,7 +132,7 @@ def workspace(root: Path, source: Path) -> tuple[Path, Path]:
     home.mkdir(parents=True, exist_ok=True)
     cwd.mkdir(parents=True)
     vault = cwd / "example-vault"
-    shutil.copytree(source, vault, symlinks=True)
+    copy_indexed(source, vault, symlinks=True)
     (cwd / "notes").symlink_to("example-vault")
     (home / "notes").symlink_to(vault)
     (cwd / "tests").symlink_to(REPO / "tests")

@@ -442,7 +442,9 @@ def test_unusable_cache_folder_is_one_line(vault: Path, damage: str) -> None:
     if damage == "file for folder":
         cache.write_text("not a folder\n")
     else:
-        (cache / "lock").mkdir(parents=True)
+        from vaultmem.vault import make_cache
+
+        (make_cache(cache) / "lock").mkdir()  # in a cache vaultmem made
     for args in (["index"], ["pin", "Harbor.md"]):
         proc = subprocess.run(
             [sys.executable, "-m", "vaultmem", "--vault", str(vault), *args],

@@ -57,10 +57,12 @@ def test_query_expands_with_smollm2_end_to_end(llm_vault: Path) -> None:
     stages = {s["stage"]: s for s in explain["stages"]}
     assert stages["expansion"]["status"] == "ran", stages["expansion"]
     # The original query's lists: whole note and lead, for keywords and for vectors.
-    original = (":original", ":lead")
-    variants = [spec for spec in explain["lists"] if not spec["name"].endswith(original)]
+    own = (":original", ":lead", ":intent")
+    variants = [spec for spec in explain["lists"] if not spec["name"].endswith(own)]
     assert variants, explain["lists"]  # the model's variants were searched too
-    assert all(spec["weight"] == fusion.VARIANT_SHARE for spec in variants)
+    kind = {"bm25": fusion.QUERY_WEIGHTS.bm25, "vec": fusion.QUERY_WEIGHTS.vector}
+    for spec in variants:  # each weighs a share of its kind's original list
+        assert spec["weight"] == fusion.VARIANT_SHARE * kind[spec["name"].split(":")[0]]
     cached = list((llm_vault / ".vaultmem").rglob("expand-*.json"))
     assert cached and json.loads(cached[0].read_text())["model"] == MODEL
     # Answered from the cache the second time: same lists, no second model call needed.

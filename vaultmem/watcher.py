@@ -282,7 +282,12 @@ class VaultWatcher:
             report = embed_vault(self.config, self.embedder)
         except VaultmemError as exc:  # EndpointError, LockBusy, a store it cannot open
             self._embed_failed_at = time.monotonic()
-            self._tell("embed", {f"embeddings skipped: {exc}"})
+            # One warning while the same endpoint stays down: the breaker's later refusals
+            # say the same thing in other words ("not tried again for 60 s").
+            told = self._told.get("embed", set())
+            endpoint = getattr(exc, "endpoint", "")
+            if not (endpoint and any(endpoint in line for line in told)):
+                self._tell("embed", {f"embeddings skipped: {exc}"})
             return None, str(exc)
         self._embed_failed_at = None
         self._tell("embed", set())

@@ -51,8 +51,10 @@ def watch(
         vaultmem --vault ~/notes watch
         vaultmem --vault ~/notes watch --json --no-embed | jq .changed
     """
+    from vaultmem.inference.http import BREAKERS, SERVER_BREAKER_S
     from vaultmem.watcher import VaultWatcher
 
+    BREAKERS.window = SERVER_BREAKER_S  # a long-lived process: a dead endpoint, a minute off
     config = load_config(ctx)
     printer = _BatchPrinter(quiet=quiet, json_out=json_out)
     watcher = VaultWatcher(
