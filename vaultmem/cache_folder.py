@@ -116,24 +116,15 @@ def settle_cache(path: Path) -> str | None:
     Example:
         >>> settle_cache(Path("vault/.vaultmem"))  # doctest: +SKIP
     """
+    problem = cache_problem(path)
+    if problem is not None:
+        return problem
     try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return None
+        if os.path.isdir(path) and not _marked(path, os.lstat(path)):
+            own_cache(path)
     except OSError as exc:
         return exc.strerror or str(exc)
-    problem, marked = _checked(path, info)
-    if problem:
-        return problem
-    if marked:
-        return _pulled_into(path)
-    problem = _adoptable(path)
-    if problem is None:
-        try:
-            own_cache(path)
-        except OSError as exc:
-            return exc.strerror or str(exc)
-    return problem
+    return None
 
 
 def _checked(path: Path, info: os.stat_result) -> tuple[str | None, bool]:
