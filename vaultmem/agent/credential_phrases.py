@@ -57,12 +57,21 @@ _BARRIERS = frozenset(
     fingerprint id ids uuid guid trace span request version build run issue ticket pr public
     host sum integrity etag example e.g. like format prefix pattern length count of""".split()  # noqa: SIM905
 )
+# Before the word, "of" joins the sentence ("the settings of the runner"), not the key.
+_BARRIERS_BEFORE = _BARRIERS - {"of"}
 # Words before "key" that make it no credential: a public key, a database's sort key.
 _NOT_CREDENTIAL = frozenset(
     "public host primary foreign sort partition cache composite unique index hot map".split()  # noqa: SIM905
 )
 _INDEFINITE = frozenset("a an ein eine einen un une una uno um uma een".split())  # noqa: SIM905
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_.~=-]{16,}")
+# The entropy guard's reach: six words after any credential word; after a strong one (a
+# password, a secret, a token, an API key, a PIN) the rest of its sentence, and before it
+# the sentence's start.
+_NEAR_WORDS = 6
+_SENTENCE_WORDS = 40
+_SENTENCE_CHARS = 400
+_SENTENCE_END = re.compile(r"[.!?。！？](?=[\"')\]»”]*(?:\s|$))")
 _TYPES = frozenset(
     """str string bytes int integer bool boolean number any object none null nil undefined
     true false yes no on off optional secretstr secretbytes text varchar char uuid float
@@ -464,29 +473,55 @@ def guard_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
         yield from _after(text, hit.end, strong)
         if strong:
             yield from _before(text, hit)
+            yield from _sentence_before(text, hit)
 
 
 def _after(text: str, at: int, strong: bool) -> Iterator[Span]:
+    """Generated strings in the words after a credential word: the next six (a hex
+    string too, after a strong word), and after a strong word on to the end of its
+    sentence (never a hex string there: a commit, a trace id)."""
     stop = text.find("\n", at)
     stop = len(text) if stop < 0 else stop
     if not text[at:stop].strip(" \t:=\"'`>-") and stop < len(text):
         at, stop = stop + 1, text.find("\n", stop + 1)  # "API key:\n<the key>"
         stop = len(text) if stop < 0 else stop
-    window = text[at : min(stop, at + 120)]
-    seen = 0
-    for m in re.finditer(r"\S+", window):
-        seen += 1
-        if seen > 6:
+    window = text[at : min(stop, at + (_SENTENCE_CHARS if strong else 120))]
+    ended = False
+    for seen, m in enumerate(re.finditer(r"\S+", window), 1):
+        near = seen <= _NEAR_WORDS
+        if not near and (not strong or ended or seen > _SENTENCE_WORDS):
             return
         word = m.group().lower().strip(_TRAILING + "(")
         if word in _BARRIERS:
             return
-        for cand in _CANDIDATE.finditer(window, m.start(), m.end()):
-            start = at + cand.start()
-            if public_before(text, start) or named(cand.group()):
-                continue
-            if generated(cand.group().strip("._~-"), hex_ok=strong):
-                yield start, at + cand.end()
+        ended = ended or _SENTENCE_END.search(m.group()) is not None
+        if near or "://" not in m.group():
+            yield from _generated_in(text, at + m.start(), at + m.end(), strong and near)
+
+
+def _generated_in(text: str, start: int, end: int, hex_ok: bool) -> Iterator[Span]:
+    """The generated-looking strings of the word at ``start``–``end``: not public (a
+    digest, a public key) and not a name (a path of names, a pod)."""
+    for cand in _CANDIDATE.finditer(text, start, end):
+        if public_before(text, cand.start()) or named(cand.group()):
+            continue
+        if generated(cand.group().strip("._~-"), hex_ok=hex_ok):
+            yield cand.span()
+
+
+def _sentence_before(text: str, hit: Hit) -> Iterator[Span]:
+    """ "<key> — paste that into the CI settings as its new deploy token": a generated
+    string (not hex) earlier in the sentence of a strong credential word, no barrier
+    word ("commit", "id", "hash"…) between them."""
+    start = max(text.rfind("\n", 0, hit.start) + 1, hit.start - _SENTENCE_CHARS)
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, start, hit.start)]
+    start = ends[-1] if ends else start
+    words = list(re.finditer(r"\S+", text[start : hit.start]))[-_SENTENCE_WORDS:]
+    for m in reversed(words):
+        if m.group().lower().strip(_TRAILING + "(") in _BARRIERS_BEFORE:
+            return
+        if "://" not in m.group():
+            yield from _generated_in(text, start + m.start(), start + m.end(), False)
 
 
 _BEFORE = re.compile(
