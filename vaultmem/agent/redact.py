@@ -47,6 +47,7 @@ from vaultmem.agent.credential_phrases import (
 )
 from vaultmem.agent.credential_words import is_function_word, owned
 from vaultmem.agent.secret_names import name_words, secret_name
+from vaultmem.agent.secret_output import output_spans
 from vaultmem.agent.secret_shapes import generated, lazy_regex, looks_random, token_spans
 
 __all__ = ["REDACTED", "redact"]
@@ -263,6 +264,7 @@ def _spans(text: str) -> Iterator[Span]:
     yield from _authorization(text)
     yield from _changed_to(text)
     yield from credential_spans(text)
+    yield from output_spans(text)
 
 
 def _outside_expansions(text: str, spans: list[Span]) -> list[Span]:

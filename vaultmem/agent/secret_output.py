@@ -1,0 +1,268 @@
+"""The output of a command that prints a secret: the lines after it are a secret context.
+
+A transcript often holds a terminal session pasted whole: ``$ kubectl get secret … -o
+jsonpath='{.data.password}' | base64 -d`` and, on the next line, the password. Nothing
+but the command marks that line as a secret. :func:`output_spans` finds the commands that
+print secrets (after a prompt, at the start of a line, or in backticks) and reads the
+lines that follow them, up to the next prompt or a blank line:
+
+- a command that prints **one value** (``… | base64 -d`` of a secret, ``kubectl get
+  secret … -o jsonpath='{.data.X}'``, ``vault kv get -field=X``, ``aws secretsmanager
+  get-secret-value … --output text``, ``gcloud secrets versions access``, ``op read``,
+  ``pass show``, ``printenv TOKEN``, ``$env:TOKEN``, ``gh auth token``, ``openssl
+  rand``…): an output line that is one token is the secret, unless it is a word;
+- a command that prints **a record or a file of secrets** (``kubectl get secret … -o
+  yaml``, ``vault kv get``, ``aws secretsmanager get-secret-value``, ``cat .env``, ``cat
+  ~/.netrc``, ``env``, ``sops -d``): in each output line, the value of a secret-named key
+  (``smtp_pass    X``, ``password X``), every value under a Kubernetes Secret's
+  ``data:``, and any value that looks generated.
+
+A field that names no secret (``-field=username``, ``{.metadata.name}``, ``printenv
+PATH``) prints none; a listing (``kubectl get secrets``) prints names only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from vaultmem.agent.credential_phrases import placeholder
+from vaultmem.agent.credential_words import is_prose_word
+from vaultmem.agent.secret_names import name_words, secret_name
+from vaultmem.agent.secret_shapes import generated, lazy_regex, looks_random, named
+
+__all__ = ["output_spans"]
+
+Span = tuple[int, int]
+
+# Where a command that may print a secret can be (a cheap search before any parsing).
+_TRIGGER = lazy_regex(
+    r"base64|secret|vault[ \t]|printenv|\benv\b|\bset\b|\bcat[ \t]|\b(?:less|more|head|tail"
+    r"|bat|type|gc)[ \t]|Get-Content|\bpass[ \t]|gopass|op[ \t]+read|\$env:|echo[ \t]+[$%]"
+    r"|keyvault|ssm[ \t]|heroku[ \t]+config|auth[ \t]+token|print-(?:access|identity)-token"
+    r"|get-login-password|create[ \t]+token|rand[ \t]|pwgen|urandom|sops[ \t]"
+    r"|find-(?:generic|internet)-password|bw[ \t]+get|lpass[ \t]|doppler[ \t]"
+    r"|terraform[ \t]+output|env:|export[ \t]+-p"
+)
+# A shell prompt before a command: "$ ", "root@ci:~# ", "PS C:\> ", "> ", "❯ ".
+_PROMPT = re.compile(
+    r"[ \t]*(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$#%>❯»])[ \t]*"
+)
+# A prompt that starts the next command (so ends an output): never a bare "#" or ">",
+# which a file's comments and quotes begin with.
+_NEXT_PROMPT = re.compile(
+    r"[ \t]*(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$❯](?:[ \t]|$))"
+)
+_BACKTICKS = re.compile(r"`([^`\n]+)`")
+_OUTPUT_LINES = {"value": 3, "dump": 60}
+
+# "… | base64 -d" prints a secret when what it decodes is one.
+_DECODE = re.compile(r"\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b")
+_CREDENTIAL = re.compile(r"(?i)secret|passw|passphrase|token|api[_-]?key|credential|\bauth\b")
+# Commands that print one secret value; (?P<field>…): the field printed, when named.
+_VALUE = lazy_regex(
+    "|".join(
+        (
+            r"\b(?:kubectl|oc)\b.*\bget[ \t]+secrets?\b.*\{[^}\n]*\.data\b(?:\.|\[['\"]?)"
+            r"(?P<field>[\w.-]+)",
+            r"\bvault\b.*[ \t]-field[= ](?P<field2>[\w.-]+)",
+            r"\baws[ \t]+secretsmanager[ \t]+get-secret-value\b.*--output[ \t=]+text",
+            r"\baws[ \t]+ssm[ \t]+get-parameters?\b.*--with-decryption.*--output[ \t=]+text",
+            r"\bgcloud[ \t]+secrets[ \t]+versions[ \t]+access\b",
+            r"\baz[ \t]+keyvault[ \t]+secret[ \t]+show\b.*(?:-o|--output)[ \t=]+tsv",
+            r"\bop[ \t]+read\b",
+            r"\b(?:gopass|pass)[ \t]+(?:show[ \t]+)?[\w.-]+/[\w./-]+",
+            r"\bsecurity[ \t]+find-(?:generic|internet)-password\b.*[ \t]-w\b",
+            r"\bbw[ \t]+get[ \t]+password\b",
+            r"\blpass[ \t]+show\b.*--password",
+            r"\bdoppler[ \t]+secrets[ \t]+get\b.*--plain",
+            r"\bheroku[ \t]+config:get\b",
+            r"\bgh[ \t]+auth[ \t]+token\b",
+            r"\bgcloud[ \t]+(?:auth[ \t]+)?(?:application-default[ \t]+)?"
+            r"print-(?:access|identity)-token",
+            r"\baws[ \t]+ecr[ \t]+get-login-password\b",
+            r"\bkubectl[ \t]+create[ \t]+token\b",
+            r"\bopenssl[ \t]+rand[ \t]+-(?:hex|base64)\b",
+            r"\bpwgen\b",
+            r"secrets\.token_(?:hex|urlsafe|bytes)",
+            r"/dev/u?random\b.*\|[ \t]*(?:base64|xxd|od|tr|head)",
+        )
+    )
+)
+# A variable printed by name: printenv X, echo $X, echo ${X}, $env:X, echo %X%.
+_VARIABLE = lazy_regex(
+    r"(?:\bprintenv[ \t]+|\becho[ \t]+[\"']?\$\{?|^\$env:|\becho[ \t]+%|Get-Content[ \t]+env:)"
+    r"(?P<name>[A-Za-z_]\w*)"
+)
+# Commands that print a record of secrets, or a file of them.
+_DUMP = lazy_regex(
+    "|".join(
+        (
+            r"\b(?:kubectl|oc)\b.*\bget[ \t]+secrets?\b.*(?:-o|--output)[ \t=]*(?:yaml|json)",
+            r"\bvault[ \t]+(?:kv[ \t]+get|read)\b",
+            r"\baws[ \t]+secretsmanager[ \t]+get-secret-value\b",
+            r"\baws[ \t]+ssm[ \t]+get-parameters?\b.*--with-decryption",
+            r"\baz[ \t]+keyvault[ \t]+secret[ \t]+show\b",
+            r"\bdoppler[ \t]+secrets\b",
+            r"\bheroku[ \t]+config\b",
+            r"\bterraform[ \t]+output\b",
+            r"\bsops[ \t]+(?:-d|--decrypt)\b",
+            r"^(?:env|printenv|set|export[ \t]+-p|(?:Get-ChildItem|gci|dir|ls)[ \t]+env:)[ \t]*$",
+        )
+    )
+)
+_READ_FILE = lazy_regex(
+    r"\b(?:cat|less|more|head|tail|bat|type|Get-Content|gc)(?:[ \t]+-[\w-]+)*[ \t]+"
+    r"[\"']?(?P<file>[^\s\"'|;&]+)"
+)
+# Files that hold secrets (not an example of one: .env.example).
+_SECRET_FILE = lazy_regex(
+    r"(?i)(?:^|[/\\])(?:\.env(?:\.(?!example|sample|template|dist|defaults?\b)[\w-]+)?"
+    r"|\.pgpass|_?\.?netrc|\.git-credentials|credentials(?:\.\w+)?|\.npmrc|\.pypirc|\.dockercfg"
+    r"|\.docker[/\\]config\.json|\.htpasswd|[\w.-]*\.(?:pem|key|p12|pfx|jks|keystore)"
+    r"|[\w.-]*(?:secret|passw|token|credential)[\w.-]*|kubeconfig|\.kube[/\\]config"
+    r"|[\w.-]*\.tfvars|wp-config\.php|\.vault-token|\.boto|\.s3cfg|\.my\.cnf)$"
+    r"|(?:^|/)secrets/[\w.-]+$"
+)
+# Fields that name no secret (a value printed from them is public).
+_PUBLIC_FIELDS = frozenset(
+    """username user login name namespace host hostname port database db email region url
+    endpoint ca.crt tls.crt""".split()  # noqa: SIM905
+)
+_KEY_VALUE = re.compile(
+    r"[ \t]*(?:export[ \t]+|-[ \t]+)?[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+)[\"']?(?P<value>[^\s\"',]+)"
+)
+_NETRC_PASSWORD = re.compile(r"\bpassword[ \t]+(?P<value>\S+)")
+_DATA_BLOCK = re.compile(r"(?P<indent>[ \t]*)(?:data|stringData):[ \t]*$")
+_TRAILING = ".,;:!?)]}\"'"
+
+
+def output_spans(text: str) -> Iterator[Span]:
+    """The secrets in the output that follows a command printing secrets in ``text``.
+
+    Example:
+        >>> text = "$ printenv PATH\\n/usr/bin\\n$ vault kv get -field=password kv/db\\nS3cr3t-x9!"
+        >>> [text[a:b] for a, b in output_spans(text)]
+        ['S3cr3t-x9!']
+    """
+    if "\n" not in text:
+        return
+    seen = -1
+    for trigger in _TRIGGER().finditer(text):
+        start = text.rfind("\n", 0, trigger.start()) + 1
+        if start <= seen:
+            continue
+        seen = start
+        end = text.find("\n", start)
+        if end < 0:
+            return
+        kind = _command_kind(text[start:end])
+        if kind is not None:
+            yield from _output(text, end + 1, kind)
+
+
+def _command_kind(line: str) -> str | None:
+    """``"value"``, ``"random"`` (a value, if generated-looking), ``"dump"`` or None: what
+    the command of ``line`` (after a prompt, or in backticks) prints."""
+    prompt = _PROMPT.match(line)
+    commands = [line[prompt.end() if prompt else 0 :].strip()]
+    commands += [m.group(1).strip() for m in _BACKTICKS.finditer(line)]
+    for command in commands:
+        kind = _kind(command)
+        if kind is not None:
+            return kind
+    return None
+
+
+def _kind(command: str) -> str | None:
+    value = _VALUE().search(command)
+    if value is not None:
+        field = value.group("field") or value.group("field2")
+        return None if field and field.lower() in _PUBLIC_FIELDS else "value"
+    if _DECODE.search(command) and _CREDENTIAL.search(command):
+        return "value"
+    variable = _VARIABLE().search(command)
+    if variable is not None:
+        words = name_words(variable.group("name"))
+        found = secret_name(words, "=") if words else None
+        return None if found is None else "value" if found == "secret" else "random"
+    if _DUMP().search(command):
+        return "dump"
+    read = _READ_FILE().search(command)
+    if read is not None and _SECRET_FILE().search(read.group("file")):
+        return "dump"
+    return None
+
+
+def _output(text: str, at: int, kind: str) -> Iterator[Span]:
+    """The secrets of the output lines from ``at``: until the next prompt, a blank line
+    after some output, or as many lines as ``kind`` prints."""
+    lines = 0
+    data_indent: int | None = None
+    while at < len(text) and lines < _OUTPUT_LINES["dump" if kind == "dump" else "value"]:
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[at:end]
+        if not line.strip():
+            if lines:
+                return
+        elif _NEXT_PROMPT.match(line):
+            return
+        else:
+            lines += 1
+            if kind == "dump":
+                block = _DATA_BLOCK.fullmatch(line)
+                indent = len(line) - len(line.lstrip())
+                if block is not None:
+                    data_indent = len(block.group("indent"))
+                elif data_indent is not None and indent <= data_indent:
+                    data_indent = None
+                yield from _dump_line(text, at, end, in_data=data_indent is not None)
+            else:
+                yield from _value_line(text, at, end, kind)
+        at = end + 1
+
+
+def _value_line(text: str, start: int, end: int, kind: str) -> Iterator[Span]:
+    """The line printed by a one-value command, when it is one token (not a word)."""
+    token = text[start:end].strip()
+    if not token or re.search(r"\s", token) or placeholder(token):
+        return
+    bare = token.rstrip(_TRAILING)
+    word = bare.isalpha() and (is_prose_word(bare) or bare.islower() or len(bare) < 8)
+    if len(token) < 4 or word or (kind == "random" and not _random(token)):
+        return
+    at = start + text[start:end].index(token)
+    yield at, at + len(token)
+
+
+def _dump_line(text: str, start: int, end: int, *, in_data: bool) -> Iterator[Span]:
+    """The secrets of one line of a record of secrets or a secrets file."""
+    line = text[start:end]
+    for m in _NETRC_PASSWORD.finditer(line):
+        if not placeholder(m.group("value")):
+            yield start + m.start("value"), start + m.end("value")
+    pair = _KEY_VALUE.match(line)
+    if pair is None:
+        token = line.strip()
+        if token and not re.search(r"\s", token) and _random(token):
+            at = start + line.index(token)
+            yield at, at + len(token)
+        return
+    value = pair.group("value")
+    if placeholder(value) or value.startswith(("$", "%", "{")):
+        return
+    words = name_words(pair.group("key"))
+    found = secret_name(words, "=") if words else None
+    if in_data or found == "secret" or _random(value):
+        yield start + pair.start("value"), start + pair.end("value")
+
+
+def _random(value: str) -> bool:
+    """A value that looks generated: by the entropy guard's measure, or 8 characters or
+    more mixing letters and digits (a password); never a path of names or a pod."""
+    bare = value.rstrip(_TRAILING)
+    if named(bare) or "://" in bare or re.fullmatch(r"[\d.:TZ+-]+|v?\d[\w.-]*", bare):
+        return False
+    return generated(bare) or (len(bare) >= 8 and looks_random(bare))
