@@ -38,6 +38,7 @@ from vaultmem.agent.credential_words import (
 )
 from vaultmem.agent.secret_shapes import (
     generated,
+    lazy_regex,
     looks_random,
     named,
     public_before,
@@ -71,7 +72,7 @@ _CANDIDATE = re.compile(r"[A-Za-z0-9+/_.~=-]{16,}")
 _NEAR_WORDS = 6
 _SENTENCE_WORDS = 40
 _SENTENCE_CHARS = 400
-_SENTENCE_END = re.compile(r"[.!?。！？](?=[\"')\]»”]*(?:\s|$))")
+_SENTENCE_END = lazy_regex(r"[.!?。！？](?=[\"')\]»”]*(?:\s|$))")
 _TYPES = frozenset(
     """str string bytes int integer bool boolean number any object none null nil undefined
     true false yes no on off optional secretstr secretbytes text varchar char uuid float
@@ -100,8 +101,8 @@ _FAR_WORDS = 12
 _FAR_CHARS = 32
 _BRACKETS = {"(": ")", "（": "）", "[": "]", "【": "】", "〔": "〕"}
 _CLAUSE_END = ",;!?。，、；！？\n"
-_FAR_WORD = re.compile(r"[^\s:：=,;!?。，、；！？()（）\[\]【】〔〕\"'`«»„“”「」]+")
-_ATTACHING_SCRIPT = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_FAR_WORD = lazy_regex(r"[^\s:：=,;!?。，、；！？()（）\[\]【】〔〕\"'`«»„“”「」]+")
+_ATTACHING_SCRIPT = lazy_regex(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 # --------------------------------------------------------------------------- phrases
@@ -178,7 +179,7 @@ def _far_link(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int
     if not first or first[0].lower().strip(_TRAILING) in heads():
         return None
     by_char = any(lang.attached for lang in langs) and bool(
-        _ATTACHING_SCRIPT.search(text, at, min(stop, at + 40))
+        _ATTACHING_SCRIPT().search(text, at, min(stop, at + 40))
     )
     pos, words = at, 0
     while words < _FAR_WORDS:
@@ -195,7 +196,7 @@ def _far_link(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int
             if pos - at > _FAR_CHARS:
                 return None
         else:
-            word = _FAR_WORD.match(text, pos, stop)
+            word = _FAR_WORD().match(text, pos, stop)
             if word is None or word.group().endswith("."):
                 return None  # the end of a sentence
             pos = word.end()
@@ -494,7 +495,7 @@ def _after(text: str, at: int, strong: bool) -> Iterator[Span]:
         word = m.group().lower().strip(_TRAILING + "(")
         if word in _BARRIERS:
             return
-        ended = ended or _SENTENCE_END.search(m.group()) is not None
+        ended = ended or _SENTENCE_END().search(m.group()) is not None
         if near or "://" not in m.group():
             yield from _generated_in(text, at + m.start(), at + m.end(), strong and near)
 
@@ -514,7 +515,7 @@ def _sentence_before(text: str, hit: Hit) -> Iterator[Span]:
     string (not hex) earlier in the sentence of a strong credential word, no barrier
     word ("commit", "id", "hash"…) between them."""
     start = max(text.rfind("\n", 0, hit.start) + 1, hit.start - _SENTENCE_CHARS)
-    ends = [m.end() for m in _SENTENCE_END.finditer(text, start, hit.start)]
+    ends = [m.end() for m in _SENTENCE_END().finditer(text, start, hit.start)]
     start = ends[-1] if ends else start
     words = list(re.finditer(r"\S+", text[start : hit.start]))[-_SENTENCE_WORDS:]
     for m in reversed(words):

@@ -35,30 +35,31 @@ __all__ = ["output_spans"]
 
 Span = tuple[int, int]
 
-# Where a command that may print a secret can be (a cheap search before any parsing).
-_TRIGGER = lazy_regex(
-    r"base64|secret|vault[ \t]|printenv|\benv\b|\bset\b|\bcat[ \t]|\b(?:less|more|head|tail"
-    r"|bat|type|gc)[ \t]|Get-Content|\bpass[ \t]|gopass|op[ \t]+read|\$env:|echo[ \t]+[$%]"
-    r"|keyvault|ssm[ \t]|heroku[ \t]+config|auth[ \t]+token|print-(?:access|identity)-token"
-    r"|get-login-password|create[ \t]+token|rand[ \t]|pwgen|urandom|sops[ \t]"
-    r"|find-(?:generic|internet)-password|bw[ \t]+get|lpass[ \t]|doppler[ \t]"
-    r"|terraform[ \t]+output|env:|export[ \t]+-p"
+# A command that may print a secret (after sudo), as the start of a line (after a prompt:
+# "$ ", "root@ci:~# ", "PS C:\> ", "> ", "❯ ") or in backticks: anchored, so that prose
+# costs little.
+_HEADS = (
+    r"(?P<command>(?:sudo[ \t]+(?:-\S+[ \t]+)*)?(?:kubectl|oc|vault|aws|gcloud|az|op|pass"
+    r"|gopass|security|bw|lpass|doppler|heroku|gh|openssl|pwgen|python3?|head|cat|less|more"
+    r"|tail|bat|type|Get-Content|gc|sops|env|printenv|set|export|echo|\$env:|Get-ChildItem"
+    r"|gci|dir|ls|terraform)\b"
 )
-# A shell prompt before a command: "$ ", "root@ci:~# ", "PS C:\> ", "> ", "❯ ".
-_PROMPT = re.compile(
-    r"[ \t]*(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$#%>❯»])[ \t]*"
+_COMMAND_LINE = lazy_regex(
+    r"(?m)^[ \t]*(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$#%>❯»])?"
+    r"[ \t]*" + _HEADS + r"[^\n]*)"
 )
+_COMMAND_QUOTED = lazy_regex(r"`" + _HEADS + r"[^`\n]*)`")
 # A prompt that starts the next command (so ends an output): never a bare "#" or ">",
 # which a file's comments and quotes begin with.
-_NEXT_PROMPT = re.compile(
+_NEXT_PROMPT = lazy_regex(
     r"[ \t]*(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$❯](?:[ \t]|$))"
 )
-_BACKTICKS = re.compile(r"`([^`\n]+)`")
 _OUTPUT_LINES = {"value": 3, "dump": 60}
+_COMMAND_CHARS = 2000
 
 # "… | base64 -d" prints a secret when what it decodes is one.
-_DECODE = re.compile(r"\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b")
-_CREDENTIAL = re.compile(r"(?i)secret|passw|passphrase|token|api[_-]?key|credential|\bauth\b")
+_DECODE = lazy_regex(r"\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b")
+_CREDENTIAL = lazy_regex(r"(?i)secret|passw|passphrase|token|api[_-]?key|credential|\bauth\b")
 # Commands that print one secret value; (?P<field>…): the field printed, when named.
 _VALUE = lazy_regex(
     "|".join(
@@ -129,12 +130,12 @@ _PUBLIC_FIELDS = frozenset(
     """username user login name namespace host hostname port database db email region url
     endpoint ca.crt tls.crt""".split()  # noqa: SIM905
 )
-_KEY_VALUE = re.compile(
+_KEY_VALUE = lazy_regex(
     r"[ \t]*(?:export[ \t]+|-[ \t]+)?[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?"
     r"(?:[ \t]*[:=][ \t]*|[ \t]+)[\"']?(?P<value>[^\s\"',]+)"
 )
-_NETRC_PASSWORD = re.compile(r"\bpassword[ \t]+(?P<value>\S+)")
-_DATA_BLOCK = re.compile(r"(?P<indent>[ \t]*)(?:data|stringData):[ \t]*$")
+_NETRC_PASSWORD = lazy_regex(r"\bpassword[ \t]+(?P<value>\S+)")
+_DATA_BLOCK = lazy_regex(r"(?P<indent>[ \t]*)(?:data|stringData):[ \t]*$")
 _TRAILING = ".,;:!?)]}\"'"
 
 
@@ -148,31 +149,17 @@ def output_spans(text: str) -> Iterator[Span]:
     """
     if "\n" not in text:
         return
-    seen = -1
-    for trigger in _TRIGGER().finditer(text):
-        start = text.rfind("\n", 0, trigger.start()) + 1
-        if start <= seen:
-            continue
-        seen = start
-        end = text.find("\n", start)
-        if end < 0:
-            return
-        kind = _command_kind(text[start:end])
-        if kind is not None:
+    found = list(_COMMAND_LINE().finditer(text))
+    if "`" in text:  # "Output of `op read op://…`:"
+        found += _COMMAND_QUOTED().finditer(text)
+    commands: dict[int, list[str]] = {}
+    for m in found:
+        if len(m.group("command")) <= _COMMAND_CHARS:  # not a line of data (a log, JSON)
+            commands.setdefault(text.find("\n", m.end()), []).append(m.group("command"))
+    for end, line in sorted(commands.items()):
+        kind = next((k for k in map(_kind, line) if k is not None), None)
+        if end >= 0 and kind is not None:
             yield from _output(text, end + 1, kind)
-
-
-def _command_kind(line: str) -> str | None:
-    """``"value"``, ``"random"`` (a value, if generated-looking), ``"dump"`` or None: what
-    the command of ``line`` (after a prompt, or in backticks) prints."""
-    prompt = _PROMPT.match(line)
-    commands = [line[prompt.end() if prompt else 0 :].strip()]
-    commands += [m.group(1).strip() for m in _BACKTICKS.finditer(line)]
-    for command in commands:
-        kind = _kind(command)
-        if kind is not None:
-            return kind
-    return None
 
 
 def _kind(command: str) -> str | None:
@@ -180,7 +167,7 @@ def _kind(command: str) -> str | None:
     if value is not None:
         field = value.group("field") or value.group("field2")
         return None if field and field.lower() in _PUBLIC_FIELDS else "value"
-    if _DECODE.search(command) and _CREDENTIAL.search(command):
+    if _DECODE().search(command) and _CREDENTIAL().search(command):
         return "value"
     variable = _VARIABLE().search(command)
     if variable is not None:
@@ -207,12 +194,12 @@ def _output(text: str, at: int, kind: str) -> Iterator[Span]:
         if not line.strip():
             if lines:
                 return
-        elif _NEXT_PROMPT.match(line):
+        elif _NEXT_PROMPT().match(line):
             return
         else:
             lines += 1
             if kind == "dump":
-                block = _DATA_BLOCK.fullmatch(line)
+                block = _DATA_BLOCK().fullmatch(line)
                 indent = len(line) - len(line.lstrip())
                 if block is not None:
                     data_indent = len(block.group("indent"))
@@ -240,10 +227,10 @@ def _value_line(text: str, start: int, end: int, kind: str) -> Iterator[Span]:
 def _dump_line(text: str, start: int, end: int, *, in_data: bool) -> Iterator[Span]:
     """The secrets of one line of a record of secrets or a secrets file."""
     line = text[start:end]
-    for m in _NETRC_PASSWORD.finditer(line):
+    for m in _NETRC_PASSWORD().finditer(line):
         if not placeholder(m.group("value")):
             yield start + m.start("value"), start + m.end("value")
-    pair = _KEY_VALUE.match(line)
+    pair = _KEY_VALUE().match(line)
     if pair is None:
         token = line.strip()
         if token and not re.search(r"\s", token) and _random(token):
