@@ -31,6 +31,7 @@ LONG_FILLERS = {
     "id": f"sandi admin router gudang lama: {PW}",
     "vi": f"mật khẩu router kho cũ tầng một là {PW}",
     "ru": f"пароль администратора старого сервера резервных копий: {PW}",
+    "ar": f"كلمة سر الواي فاي في مكتب الطابق الثاني هي {PW}",
     "zh": f"备份服务器的管理员密码（旧机房那台）是 {PW}",
     "ja": f"パスワード（古いバックアップサーバー）は {PW} です",
     "th": f"รหัสผ่านเราเตอร์โกดังเก่าชั้นหนึ่งคือ {PW}",
@@ -87,6 +88,8 @@ OUTPUTS = {
     "cat .netrc": (f"$ cat ~/.netrc\nmachine git.example.org login ci password {PW}", PW),
     "cat .env": (f"$ cat .env.local\nLOG=info\nRUNNER={KEY}", KEY),
     "env": (f"root@ci:~# env\nHOME=/root\nREG={KEY}", KEY),
+    "docker exec vault -field": (f"$ docker exec vault vault read -field=token ci\n{KEY}", KEY),
+    "ssh cat .env": (f"ssh bastion cat /srv/app/.env\nSIGNING={KEY}", KEY),
 }
 
 

@@ -35,20 +35,21 @@ __all__ = ["output_spans"]
 
 Span = tuple[int, int]
 
-# A command that may print a secret (after sudo), as the start of a line (after a prompt:
-# "$ ", "root@ci:~# ", "PS C:\> ", "> ", "❯ ") or in backticks: anchored, so that prose
-# costs little.
+# A command line: after a shell's prompt ("$ ", "root@ci:~# ", "PS C:\> ", "❯ "), any
+# command; at the start of a line (after "#", ">" or "%", which may be a prompt too) or
+# in backticks, a command that may print a secret, or one that runs another (sudo,
+# docker exec, ssh): anchored, so that prose costs little.
 _HEADS = (
-    r"(?P<command>(?:sudo[ \t]+(?:-\S+[ \t]+)*)?(?:kubectl|oc|vault|aws|gcloud|az|op|pass"
-    r"|gopass|security|bw|lpass|doppler|heroku|gh|openssl|pwgen|python3?|head|cat|less|more"
-    r"|tail|bat|type|Get-Content|gc|sops|env|printenv|set|export|echo|\$env:|Get-ChildItem"
-    r"|gci|dir|ls|terraform)\b"
+    r"(?:sudo|doas|docker|podman|nerdctl|ssh|kubectl|oc|vault|aws|gcloud|az|op|pass|gopass"
+    r"|security|bw|lpass|doppler|heroku|gh|openssl|pwgen|python3?|head|cat|less|more|tail"
+    r"|bat|type|Get-Content|gc|sops|env|printenv|set|export|echo|\$env:|Get-ChildItem|gci"
+    r"|dir|ls|terraform)\b"
 )
 _COMMAND_LINE = lazy_regex(
-    r"(?m)^[ \t]*(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$#%>❯»])?"
-    r"[ \t]*" + _HEADS + r"[^\n]*)"
+    r"(?m)^[ \t]*(?:(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$❯])"
+    r"[ \t]*(?P<command>[^\n]+)|(?:[#>%»][ \t]*)?(?P<bare>" + _HEADS + r"[^\n]*))"
 )
-_COMMAND_QUOTED = lazy_regex(r"`" + _HEADS + r"[^`\n]*)`")
+_COMMAND_QUOTED = lazy_regex(r"`(?P<command>" + _HEADS + r"[^`\n]*)`")
 # A prompt that starts the next command (so ends an output): never a bare "#" or ">",
 # which a file's comments and quotes begin with.
 _NEXT_PROMPT = lazy_regex(
@@ -154,8 +155,9 @@ def output_spans(text: str) -> Iterator[Span]:
         found += _COMMAND_QUOTED().finditer(text)
     commands: dict[int, list[str]] = {}
     for m in found:
-        if len(m.group("command")) <= _COMMAND_CHARS:  # not a line of data (a log, JSON)
-            commands.setdefault(text.find("\n", m.end()), []).append(m.group("command"))
+        command = m.group("command") or m.group("bare")
+        if len(command) <= _COMMAND_CHARS:  # not a line of data (a log, JSON)
+            commands.setdefault(text.find("\n", m.end()), []).append(command)
     for end, line in sorted(commands.items()):
         kind = next((k for k in map(_kind, line) if k is not None), None)
         if end >= 0 and kind is not None:
