@@ -149,6 +149,8 @@ def test_a_generated_string_in_the_sentence_of_a_credential_word_is_redacted(
         "3f9a2c1d7e8b4a6f0c5d2e1b9a8c7d6e5f4a3b2c after review",
         "The secret was rotated. The deploy ran as pod harbor-api-7c9f8d6b5-x2xkq later on.",
         "The token expired, and the request id of the retry was Q2hhbmdlZEJ5UmV0cnlJZDEy",
+        "After the token expired the job 01HZX4KQ7M8N9P0R1S2T3V4W5X was retried",
+        "I updated the API key docs; the page is https://www.notion.so/acme/API-keys-4f1c2a7e9b3d4e8a",
         "We rotated the API key after the incident last week, the write-up is at "
         "https://docs.example.com/d/1aB3cD4eF5gH6iJ7kL8mN9oP0qR/edit",
     ],

@@ -56,7 +56,8 @@ _TRAILING = ".,;:)]}»“”」』、。，\"'"
 _BARRIERS = frozenset(
     """commit commits sha sha1 sha256 sha-256 sha512 md5 hash hashes digest checksum
     fingerprint id ids uuid guid trace span request version build run issue ticket pr public
-    host sum integrity etag example e.g. like format prefix pattern length count of""".split()  # noqa: SIM905
+    host sum integrity etag example e.g. like format prefix pattern length count of job jobs
+    task event pod image release migration order invoice message page""".split()  # noqa: SIM905
 )
 # Before the word, "of" joins the sentence ("the settings of the runner"), not the key.
 _BARRIERS_BEFORE = _BARRIERS - {"of"}
@@ -496,7 +497,7 @@ def _after(text: str, at: int, strong: bool) -> Iterator[Span]:
         if word in _BARRIERS:
             return
         ended = ended or _SENTENCE_END().search(m.group()) is not None
-        if near or "://" not in m.group():
+        if "://" not in m.group():  # a URL's secrets: its password, a key= of its query
             yield from _generated_in(text, at + m.start(), at + m.end(), strong and near)
 
 
