@@ -117,6 +117,22 @@ def test_output_that_holds_no_secret_changes_nothing(text: str) -> None:
     assert redact(text) == text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"`vault kv get -field=password kv/db` returns {PW}.",
+        f"I ran `kubectl get secret api -o jsonpath='{{.data.token}}' | base64 -d` → {KEY}",
+    ],
+)
+def test_what_a_command_in_backticks_printed_on_its_line_is_redacted(text: str) -> None:
+    _redacted(text, PW if PW in text else KEY)
+
+
+def test_what_a_command_that_names_no_secret_printed_on_its_line_stays() -> None:
+    text = "`printenv HOSTNAME` returns runner-7c9f8d6b5-x2xkq and `op read` gives the value"
+    assert redact(text) == text
+
+
 def test_the_output_ends_at_the_next_prompt_or_a_blank_line() -> None:
     text = f"$ vault kv get -field=password kv/db\n{PW}\n$ echo done\nAb12Cd34Ef\n\n{KEY}"
     found = [text[a:b] for a, b in output_spans(text)]

@@ -55,6 +55,12 @@ _COMMAND_QUOTED = lazy_regex(r"`(?P<command>" + _HEADS + r"[^`\n]*)`")
 _NEXT_PROMPT = lazy_regex(
     r"[ \t]*(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$❯](?:[ \t]|$))"
 )
+# After a command in backticks, on its line: what it printed.
+_SAID = lazy_regex(
+    r"[ \t]*(?:[:→=]|->|=>|(?:,[ \t]*)?(?:and[ \t]+)?(?:it[ \t]+)?(?:returns?|returned|gives?"
+    r"|gave|prints?|printed|outputs?|shows?|showed|got|says?|said)\b)[ \t]*:?[ \t]*[\"'`]?"
+    r"(?P<value>[^\s\"'`]+?)[.,;)]?(?=[\s\"'`]|$)"
+)
 _OUTPUT_LINES = {"value": 3, "dump": 60}
 _COMMAND_CHARS = 2000
 
@@ -148,11 +154,11 @@ def output_spans(text: str) -> Iterator[Span]:
         >>> [text[a:b] for a, b in output_spans(text)]
         ['S3cr3t-x9!']
     """
-    if "\n" not in text:
-        return
-    found = list(_COMMAND_LINE().finditer(text))
-    if "`" in text:  # "Output of `op read op://…`:"
-        found += _COMMAND_QUOTED().finditer(text)
+    found = list(_COMMAND_LINE().finditer(text)) if "\n" in text else []
+    if "`" in text:  # "Output of `op read op://…`:", "`gh auth token` gives X"
+        quoted = list(_COMMAND_QUOTED().finditer(text))
+        found += quoted
+        yield from _said(text, quoted)
     commands: dict[int, list[str]] = {}
     for m in found:
         command = m.group("command") or m.group("bare")
@@ -162,6 +168,15 @@ def output_spans(text: str) -> Iterator[Span]:
         kind = next((k for k in map(_kind, line) if k is not None), None)
         if end >= 0 and kind is not None:
             yield from _output(text, end + 1, kind)
+
+
+def _said(text: str, quoted: list[re.Match[str]]) -> Iterator[Span]:
+    """What the same line says a command in backticks printed ("`vault kv get -field=password
+    kv/db` returns X", "… → X"), when it looks generated."""
+    for m in quoted:
+        said = _SAID().match(text, m.end())
+        if said and _kind(m.group("command")) in ("value", "random") and _random(said["value"]):
+            yield said.span("value")
 
 
 def _kind(command: str) -> str | None:
