@@ -11,11 +11,14 @@ each giving spans of a text to redact:
   hunter2x"). The value is judged by the word's kind and language: a word of prose
   ("expired", "abgelaufen", "incorrecta"), a number after a token word ("トークン数は
   4096"), a name after a naming word ("the secret is named harbor-db") or a reference
-  (``$DB_PASSWORD``) is kept.
+  (``$DB_PASSWORD``) is kept. Past the usual filler, a longer one (twelve words, 32
+  characters in scripts without spaces: "le mot de passe du wifi de la salle serveur est
+  X") joins a value only if it looks generated.
 - :func:`guard_spans`, the entropy guard: a string with the entropy of a random one
   (:func:`vaultmem.agent.secret_shapes.generated`) within a few words after a
   credential word, or just before "is the API key", is redacted even without a known
-  prefix; a word such as "commit", "hash", "id" or "public" between them stops it.
+  prefix; after a strong word (password, secret, token, API key, PIN), anywhere in its
+  sentence; a word such as "commit", "hash", "id" or "public" between them stops it.
 
 :func:`is_secret_value` is the judgement of a value the ``key = value`` rules share.
 """

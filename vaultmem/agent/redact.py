@@ -26,7 +26,12 @@ Every match becomes ``[REDACTED]``. The rules:
   name/value pair (``- name: DB_PASSWORD`` / ``value: …``) and of a ``.pgpass`` line;
   CLI password flags, quoted or chained (``--password X``, ``mysql -pX``, ``sshpass -p
   'X'``, ``curl -u user:X``, ``redis-cli -a X``, ``echo X | docker login
-  --password-stdin``…); ``Authorization:`` and ``Cookie:`` values.
+  --password-stdin``…); ``Authorization:`` and ``Cookie:`` values;
+- **command output** (:mod:`vaultmem.agent.secret_output`): the lines a command that
+  prints secrets printed (``… | base64 -d``, ``vault kv get``, ``cat .env``…).
+
+A shell parameter expansion is a reference, never redacted (``${API_KEY:?API_KEY must
+be set}``), unless its default is itself a secret (``${DB_PASSWORD:-X}``).
 
 The rules leave ordinary text alone: a value that is a reference (``$DB_PASSWORD``,
 ``os.environ["X"]``, ``settings.token``, ``{{ secret }}``), a type (``token: str``), a
