@@ -88,6 +88,12 @@ OUTPUTS = {
     "cat .netrc": (f"$ cat ~/.netrc\nmachine git.example.org login ci password {PW}", PW),
     "cat .env": (f"$ cat .env.local\nLOG=info\nRUNNER={KEY}", KEY),
     "env": (f"root@ci:~# env\nHOME=/root\nREG={KEY}", KEY),
+    "after words, on the same line": (
+        f"We kept this: $ kubectl get secret api -o jsonpath='{{.data.token}}' | base64 -d\n{KEY}",
+        KEY,
+    ),
+    "after a colon, no prompt": (f"Here you go: vault kv get -field=password kv/db\n{PW}", PW),
+    "in a URL's query": (f"https://x.test/?q=root@ci:~# env\nA=1\nREG={KEY}", KEY),
     "docker exec vault -field": (f"$ docker exec vault vault read -field=token ci\n{KEY}", KEY),
     "ssh cat .env": (f"ssh bastion cat /srv/app/.env\nSIGNING={KEY}", KEY),
 }
@@ -207,3 +213,7 @@ def test_a_reference_is_never_redacted(text: str) -> None:
 )
 def test_a_default_that_is_a_secret_is_redacted(text: str, secret: str) -> None:
     _redacted(text, secret)
+
+
+def test_a_quoted_value_cut_off_with_the_text_is_still_redacted() -> None:
+    _redacted(f'{{"Credentials": {{"SessionToken": "{KEY}', KEY)

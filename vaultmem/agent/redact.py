@@ -81,9 +81,10 @@ _URL_CREDENTIALS = lazy_regex(
 
 # A value: quoted (the quotes stay), or a run of characters that are not delimiters.
 _VALUE = (
-    r"(?:\\\"(?P<v1>[^\"\n]{0,500}?)\\\"|\"(?P<v2>[^\"\n]{0,500})\"|'(?P<v3>[^'\n]{0,500})'"
+    r"(?:\\\"(?P<v1>[^\"\n]{0,500}?)\\\"|\"(?P<v2>[^\"\n]{0,500})(?:\"|\Z)|'(?P<v3>[^'\n]{0,500})'"
     r"|`(?P<v4>[^`\n]{0,500})`|(?P<v5>[^\s\"'`,;&<>(){}\[\]]{1,500}))"
 )
+# (a value cut off with the text, "token": "IQoJb3…, is still quoted)
 # A password given to a command: unquoted, it runs to the next blank (``abc&def``).
 _CLI_VALUE = (
     r"(?:\\\"(?P<v1>[^\"\n]{0,500}?)\\\"|\"(?P<v2>[^\"\n]{0,500})\"|'(?P<v3>[^'\n]{0,500})'"

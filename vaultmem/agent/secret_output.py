@@ -49,6 +49,21 @@ _COMMAND_LINE = lazy_regex(
     r"(?m)^[ \t]*(?:(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$❯])"
     r"[ \t]*(?P<command>[^\n]+)|(?:[#>%»][ \t]*)?(?P<bare>" + _HEADS + r"[^\n]*))"
 )
+# Inside a line: a prompt after a blank or at its start, and the words a command that
+# prints secrets holds (one of them must be in a line for it to be read as a command).
+_PROMPT_INSIDE = lazy_regex(
+    r"(?<![\w.@-])(?:PS[ \t][^>\n]*>|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?[ \t]?[$#%>]|[$❯])[ \t]+"
+    r"(?=\S)"
+)
+_NEEDLE_WORDS = (
+    "kubectl", "secretsmanager", "keyvault", "gopass", "lpass", "doppler", "heroku", "pwgen",
+    "urandom", "printenv", "$env:", "env:", "terraform", "-field", "base64", ".env", "netrc",
+    "pgpass", "credentials", ".npmrc", ".pypirc", "htpasswd", "kubeconfig", "tfvars", ":~#",
+    ":~$", "❯", "vault kv", "vault read", "ssm get", "gcloud ", "op read", "pass show",
+    "find-generic", "find-internet", "bw get", "gh auth", "get-login-password", "create token",
+    "openssl rand", "secrets.token", "sops ", "echo $", 'echo "$', "echo %", "$ ", "PS ",
+)  # fmt: skip
+_NEEDLE = lazy_regex("|".join(re.escape(word) for word in _NEEDLE_WORDS))
 _COMMAND_QUOTED = lazy_regex(r"`(?P<command>" + _HEADS + r"[^`\n]*)`")
 # A prompt that starts the next command (so ends an output): never a bare "#" or ">",
 # which a file's comments and quotes begin with.
@@ -164,10 +179,29 @@ def output_spans(text: str) -> Iterator[Span]:
         command = m.group("command") or m.group("bare")
         if len(command) <= _COMMAND_CHARS:  # not a line of data (a log, JSON)
             commands.setdefault(text.find("\n", m.end()), []).append(command)
+    if "\n" in text:
+        _inside(text, commands)
     for end, line in sorted(commands.items()):
         kind = next((k for k in map(_kind, line) if k is not None), None)
         if end >= 0 and kind is not None:
             yield from _output(text, end + 1, kind)
+
+
+def _inside(text: str, commands: dict[int, list[str]]) -> None:
+    """Add to ``commands`` those that start inside a line ("We ran this: $ kubectl …",
+    "keep this: vault kv get -field=…"): the line itself, and what follows a prompt in
+    it; only lines that hold a word such a command has, and that an output follows."""
+    done = -1
+    for needle in _NEEDLE().finditer(text):
+        start = text.rfind("\n", 0, needle.start()) + 1
+        end = text.find("\n", needle.end())
+        after = text[end + 1 : end + 200].split("\n", 1)[0] if end >= 0 else ""
+        if start <= done or not after.strip() or end - start > _COMMAND_CHARS:
+            continue
+        done = start
+        line = text[start:end]
+        found = [line] + [line[m.end() :] for m in _PROMPT_INSIDE().finditer(line)]
+        commands.setdefault(end, []).extend(found)
 
 
 def _said(text: str, quoted: list[re.Match[str]]) -> Iterator[Span]:
