@@ -63,7 +63,6 @@ _NEEDLE_WORDS = (
     "find-generic", "find-internet", "bw get", "gh auth", "get-login-password", "create token",
     "openssl rand", "secrets.token", "sops ", "echo $", 'echo "$', "echo %", "$ ", "PS ",
 )  # fmt: skip
-_NEEDLE = lazy_regex("|".join(re.escape(word) for word in _NEEDLE_WORDS))
 _COMMAND_QUOTED = lazy_regex(r"`(?P<command>" + _HEADS + r"[^`\n]*)`")
 # A prompt that starts the next command (so ends an output): never a bare "#" or ">",
 # which a file's comments and quotes begin with.
@@ -179,7 +178,7 @@ def output_spans(text: str) -> Iterator[Span]:
         command = m.group("command") or m.group("bare")
         if len(command) <= _COMMAND_CHARS:  # not a line of data (a log, JSON)
             commands.setdefault(text.find("\n", m.end()), []).append(command)
-    if "\n" in text:
+    if "\n" in text and any(word in text for word in _NEEDLE_WORDS):
         _inside(text, commands)
     for end, line in sorted(commands.items()):
         kind = next((k for k in map(_kind, line) if k is not None), None)
@@ -191,14 +190,19 @@ def _inside(text: str, commands: dict[int, list[str]]) -> None:
     """Add to ``commands`` those that start inside a line ("We ran this: $ kubectl …",
     "keep this: vault kv get -field=…"): the line itself, and what follows a prompt in
     it; only lines that hold a word such a command has, and that an output follows."""
-    done = -1
-    for needle in _NEEDLE().finditer(text):
-        start = text.rfind("\n", 0, needle.start()) + 1
-        end = text.find("\n", needle.end())
+    starts = set()
+    for word in _NEEDLE_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            starts.add(start)
+            end = text.find("\n", at)
+            at = text.find(word, end) if end >= 0 else -1
+    for start in sorted(starts):
+        end = text.find("\n", start)
         after = text[end + 1 : end + 200].split("\n", 1)[0] if end >= 0 else ""
-        if start <= done or not after.strip() or end - start > _COMMAND_CHARS:
+        if not after.strip() or end - start > _COMMAND_CHARS:
             continue
-        done = start
         line = text[start:end]
         found = [line] + [line[m.end() :] for m in _PROMPT_INSIDE().finditer(line)]
         commands.setdefault(end, []).extend(found)
