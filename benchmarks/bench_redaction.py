@@ -2,13 +2,17 @@
 
     python benchmarks/bench_redaction.py [--heldback PATH] [--json] [--quiet]
 
-The corpus comes in two parts, scored apart:
+The corpus comes in three parts, scored apart:
 
 - **tuned** (``benchmarks/data/redaction_corpus.jsonl``, written by
   ``benchmarks/data/make_redaction_corpus.py``): the cases the redactor was tuned on;
+- **round-1** (``benchmarks/data/redaction_round1.jsonl``): cases written apart from
+  the redactor by someone who did not see it, scored once in round 1 (as the held-back
+  part), and seen since: its failures were studied when the redactor was widened, so it
+  is no longer a blind test, only a floor that must not slip back;
 - **held-back** (``benchmarks/data/redaction_heldback.jsonl``, or ``--heldback PATH``):
-  cases written apart from the redactor by someone who did not see it, and scored only
-  once it was final. Absent: only the tuned part is reported.
+  a new set written apart, which nobody tuning the redactor reads, scored only once it
+  is final. Absent (it is not in the repository until then): not reported.
 
 Each holds secret shapes in the contexts they turn up in (``.env`` files, shell
 commands, logs, JSON, YAML, prose in several languages, tool-call arguments and tool
@@ -41,9 +45,9 @@ end-to-end part).
    end: the example-vault sessions, through the same runs, must produce no
    ``[REDACTED]`` anywhere.
 
-Exit status 1 when a target is missed: a leak in the tuned part, more than one in the
-held-back part, or more than 2% of either part's ordinary texts (and example-vault's
-notes) changed.
+Exit status 1 when a target is missed: a leak in the tuned or the round-1 part, more
+than one in the held-back part, or more than 2% of any part's ordinary texts (and
+example-vault's notes) changed.
 """
 
 from __future__ import annotations
@@ -63,12 +67,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 CORPUS = REPO / "benchmarks" / "data" / "redaction_corpus.jsonl"
+ROUND1 = REPO / "benchmarks" / "data" / "redaction_round1.jsonl"
 HELDBACK = REPO / "benchmarks" / "data" / "redaction_heldback.jsonl"
 EXAMPLE_VAULT = REPO / "example-vault"
 WINDOW = 10
 REDACTED = "[REDACTED]"
-# Targets (issue 28): leaks in the tuned / held-back part, share of ordinary texts changed.
-MAX_LEAKS = {"tuned": 0, "held-back": 1}
+# Targets (issue 28): leaks in each part (the seen round-1 part is held to the tuned
+# part's), share of ordinary texts changed.
+MAX_LEAKS = {"tuned": 0, "round-1": 0, "held-back": 1}
 MAX_FALSE_SHARE = 0.02
 LABELS = ("lang", "shape", "where")
 
@@ -461,9 +467,12 @@ def main() -> int:
         "--heldback",
         type=Path,
         default=None,
-        help=f"the held-back part (default: {HELDBACK.relative_to(REPO)} when it exists)",
+        help=f"the held-back part, never read while tuning (default: "
+        f"{HELDBACK.relative_to(REPO)} when it exists)",
     )
     args = parser.parse_args()
+    if args.heldback is not None and not args.heldback.is_file():
+        parser.error(f"--heldback {args.heldback}: no such file")
     heldback = args.heldback or (HELDBACK if HELDBACK.exists() else None)
     os.environ["VAULTMEM_EMBEDDER"] = "none"
     home = Path(tempfile.mkdtemp(prefix="bench-redaction-home-"))
@@ -477,7 +486,7 @@ def main() -> int:
         (p.relative_to(EXAMPLE_VAULT).as_posix(), p.read_text("utf-8"))
         for p in sorted(EXAMPLE_VAULT.rglob("*.md"))
     ]
-    parts = {"tuned": load_corpus(CORPUS)}
+    parts = {"tuned": load_corpus(CORPUS), "round-1": load_corpus(ROUND1)}
     if heldback is not None:
         parts["held-back"] = load_corpus(heldback)
     with tempfile.TemporaryDirectory() as tmp:
@@ -506,6 +515,8 @@ def main() -> int:
     else:
         for name, part in report["parts"].items():
             _print_part(name, part, quiet=args.quiet)
+        if "held-back" not in report["parts"]:
+            print(f"held-back corpus: absent ({HELDBACK.relative_to(REPO)}, or --heldback PATH)")
         if marked:
             _print(report)
     met = all(part["met"] for part in report["parts"].values())

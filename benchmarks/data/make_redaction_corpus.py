@@ -811,6 +811,257 @@ for t in [
 ]:
     ordinary("identifiers", t)
 
+# ================ round 2: the classes round 1's set found (cases written here, not copies
+# of its texts; appended: everything above keeps its values)
+
+
+def drawn(family, rows, **about):
+    """Secret cases from rows of (language, the text with § where the secret goes, how to
+    draw the secret), drawn in this order."""
+    for lang, text, draw in rows:
+        value = draw()
+        language = {} if lang == "en" else {"lang": lang}
+        secret(family, text.replace("§", value), value, **language, **about)
+
+
+def b64_of(template):
+    return lambda: base64.b64encode(template.format(pw(14)).encode()).decode()
+
+
+# ---- (a) a credential word, a longer filler ("for the wifi in the server room"), a link
+# and a value, in every kind of script
+drawn(
+    "filler",
+    [
+        (
+            "en",
+            "the password to the staging database on the old cluster is §",
+            pw13 := lambda: pw(13),
+        ),
+        ("en", "The admin password (staging only, not prod!) is §", pw13),
+        ("de", "Das Passwort für den neuen Drucker im zweiten Stock ist §", pw13),
+        ("es", "La contraseña de la base de datos de pruebas del equipo es §", pw13),
+        ("pt", "a senha do roteador da sala de reuniões do segundo andar é §", pw13),
+        ("it", "la password del NAS nel laboratorio di rete al piano terra è §", pw13),
+        ("nl", "het wachtwoord van de router in de vergaderzaal boven is §", pw13),
+        ("pl", "hasło do routera w sali konferencyjnej na parterze to §", pw13),
+        ("sv", "lösenordet till gästnätet på tredje våningen är §", pw13),
+        ("ru", "пароль от роутера в переговорке на третьем этаже — §", pw13),
+        ("ar", "كلمة المرور الخاصة بخادم الاختبار الجديد هي §", pw13),
+        ("tr", "Şifre (misafir ağı, üçüncü kat): §", pw13),
+        ("id", "kata sandi akun admin server staging cabang Bandung adalah §", pw13),
+        ("vi", "mật khẩu tài khoản quản trị máy chủ thử nghiệm là §", pw13),
+        ("zh", "测试服务器的密码（新换的那个）是§", pw13),
+        ("zh", "数据库密码在预发布环境中是 §", pw13),
+        ("ja", "パスワード（検証環境のほう）は § です", pw13),
+        ("ko", "비밀번호 (스테이징 서버용): §", pw13),
+        ("th", "รหัสผ่านไวไฟห้องประชุมชั้นสามคือ §", pw13),
+        (
+            "en",
+            "The API key for the geocoding service we call from the mobile app: §",
+            lambda: r(32),
+        ),
+        (
+            "de",
+            "Der API-Schlüssel vom Wetterdienst für die Testumgebung lautet §",
+            lambda: r(40, A + "_-"),
+        ),
+    ],
+)
+
+# ---- (b) the output of a command that prints a secret: the lines after it
+drawn(
+    "output",
+    [
+        (
+            "en",
+            "$ kubectl -n billing get secret stripe-keys -o jsonpath='{.data.api-key}' | base64 --decode\n§\n$ ",
+            lambda: r(32),
+        ),
+        (
+            "en",
+            "kubectl get secret billing-db -o yaml\napiVersion: v1\ndata:\n  dsn: §\n  user: YmlsbGluZw==\nkind: Secret\nmetadata:\n  name: billing-db\n  namespace: payments\ntype: Opaque",
+            b64_of("postgres://billing:{}@db:5432/billing"),
+        ),
+        ("en", "vault kv get -field=smtp_pass secret/harbor/mail\n§", lambda: pw(18)),
+        (
+            "en",
+            "$ vault kv get secret/harbor/mail\n====== Data ======\nKey          Value\n---          -----\nhost         smtp.harbor.dev\nsmtp_pass    §\nuser         mailer",
+            lambda: pw(16),
+        ),
+        (
+            "en",
+            "aws secretsmanager get-secret-value --secret-id prod/reporting/db --query SecretString --output text\n§",
+            lambda: pw(20),
+        ),
+        ("en", "> printenv SENTRY_AUTH\n§", lambda: r(40)),
+        (
+            "en",
+            "$ cat ~/.netrc\nmachine git.harbor.dev\n  login ci-bot\n  password §",
+            lambda: pw(15),
+        ),
+        (
+            "en",
+            "$ cat .env.production\nNODE_ENV=production\nSTRIPE_WHSEC=§\nLOG_LEVEL=warn",
+            lambda: r(32),
+        ),
+        (
+            "en",
+            "gcloud secrets versions access latest --secret=jwt-signing\n§",
+            lambda: r(44, A + "+/"),
+        ),
+        ("ru", "Вывод `pass show harbor/db`:\n§", lambda: pw(14)),
+        ("en", "PS C:\\> $env:DEPLOY_PASS\n§\nPS C:\\>", lambda: pw(14)),
+        (
+            "en",
+            "root@ci:~# env\nHOME=/root\nPATH=/usr/local/bin:/usr/bin:/bin\nRUNNER_REG=§\nTERM=xterm",
+            lambda: r(30),
+        ),
+    ],
+    where="tool_output",
+)
+
+# ---- (c) a generated string in the same sentence as a credential word, further away
+drawn(
+    "sentence",
+    [
+        (
+            "en",
+            "Heads up, the signing secret rotates tonight, so until then use § in your local .env",
+            lambda: r(40, A + "+/"),
+        ),
+        (
+            "en",
+            "I pasted the new token into the team vault yesterday but in case you can't open it here it is again §",
+            lambda: r(36),
+        ),
+        (
+            "de",
+            "Das Token hat Maria gestern im Admin-Portal neu erzeugt, falls du es brauchst §",
+            lambda: r(32, A + "_-"),
+        ),
+        (
+            "es",
+            "El secreto del webhook lo regeneramos ayer en el panel de Stripe y quedó así §",
+            lambda: r(44, A + "+/"),
+        ),
+        (
+            "fr",
+            "J'ai régénéré la clé API hier soir dans la console, tu peux utiliser § en attendant",
+            lambda: r(32),
+        ),
+        (
+            "en",
+            "§ — paste that into the CI settings of the runner as its new deploy token",
+            lambda: r(36),
+        ),
+        ("ja", "新しいトークンを管理画面で発行したので、念のため貼っておきます §", lambda: r(32)),
+        (
+            "pt",
+            "o segredo do webhook que o time de pagamentos gerou ontem no painel é este aqui §",
+            lambda: r(40, A + "+/"),
+        ),
+    ],
+)
+
+# ---- (d) a default that is itself a secret, inside a parameter expansion
+drawn(
+    "default",
+    [
+        ("en", "DB_PASSWORD=${DB_PASSWORD:-§}", lambda: pw(14)),
+        ("en", 'GITHUB_TOKEN="${GITHUB_TOKEN:-§}"', lambda: "ghp_" + r(36)),
+        ("en", "STRIPE_KEY=${STRIPE_KEY:=§}", lambda: r(32)),
+    ],
+)
+
+# ---- ordinary look-alikes of the four classes: family -> (language, text)
+LOOK_ALIKES = {
+    # a long filler before a value that is no secret
+    "filler": [
+        (
+            "en",
+            "The password for the staging database on the old cluster is rotated every 30 days.",
+        ),
+        (
+            "en",
+            "The API key for the maps service in the mobile app is restricted to our bundle id.",
+        ),
+        (
+            "en",
+            "the password for the shared account on the build farm is in 1Password under Harbor CI",
+        ),
+        ("en", "The token limit for the gpt-4o-mini model in our tier is 128000 tokens."),
+        ("de", "Das Passwort für den Drucker im zweiten Stock ist seit gestern abgelaufen."),
+        ("fr", "Le mot de passe du compte de service de la CI est stocké dans Vault."),
+        ("es", "La contraseña de la base de datos de pruebas del equipo es demasiado corta."),
+        ("ru", "пароль от роутера в переговорке на третьем этаже — на стикере под ним"),
+        ("zh", "测试服务器的密码（新换的那个）是上周设置的。"),
+        ("th", "รหัสผ่านไวไฟห้องประชุมชั้นสามคือรหัสเดียวกับชั้นสอง"),
+        ("vi", "mật khẩu tài khoản quản trị máy chủ thử nghiệm là do nhóm hạ tầng giữ"),
+    ],
+    # commands near secrets whose output is no secret
+    "output": [
+        (
+            "en",
+            "$ kubectl get secret harbor-db -o jsonpath='{.metadata.creationTimestamp}'\n2026-11-30T14:02:11Z",
+        ),
+        ("en", "$ printenv PATH\n/usr/local/bin:/usr/bin:/bin"),
+        (
+            "en",
+            "$ kubectl get secrets -n payments\nNAME                    TYPE     DATA   AGE\nstripe-keys             Opaque   2      41d\nharbor-db-credentials   Opaque   3      120d",
+        ),
+        ("en", "$ base64 -d <<< aGVsbG8gd29ybGQ=\nhello world"),
+        ("en", "$ vault kv get -field=username secret/harbor/db\nharbor_app"),
+        ("en", "$ cat .env.example\nDB_PASSWORD=changeme\nAPI_KEY=your-key-here\nLOG_LEVEL=info"),
+        (
+            "en",
+            "$ aws secretsmanager list-secrets --query 'SecretList[].Name' --output text\nprod/harbor/db\tprod/harbor/stripe",
+        ),
+    ],
+    # a credential word and a generated-looking public string in one sentence
+    "sentence": [
+        (
+            "en",
+            "I rotated the API key after the incident, the write-up is at https://docs.google.com/document/d/1aB3cD4eF5gH6iJ7kL8mN9oP0qR/edit",
+        ),
+        ("en", "After changing the secret the pod harbor-api-7c9f8d6b5-x2xkq restarted cleanly"),
+        (
+            "en",
+            "The token budget for the nightly eval is 8k and the run id was run_01J9ZK3X5Q8W7V6T4R2M1N0P",
+        ),
+        (
+            "en",
+            "The session token is sent as a cookie and the request to /api/v2/users/01HZX4KQ7M8N9P0R1S2T3V4W5X returned 404",
+        ),
+        (
+            "en",
+            "Our secret scanning found nothing in the range a94a8fe5ccb19ba61c4c0873d391e987982fbbd3..9fceb02d0ae598e95dc970b74767f19372d61af8",
+        ),
+    ],
+    # header names, parameter expansions, variable references
+    "reference": [
+        ("en", 'api_key = request.headers.get("X-Api-Key")'),
+        ("en", "token = req.get_header('X-Vault-Token')"),
+        ("en", 'curl -H "X-Auth-Token: $AUTH_TOKEN" https://api.harbor.dev/v1/me'),
+        ("en", "password: ${DB_PASSWORD:?set DB_PASSWORD in .env}"),
+        ("en", 'TOKEN="${GITHUB_TOKEN:-$(gh auth token)}"'),
+        ("en", "export API_KEY=${API_KEY:-}"),
+        ("en", 'DB_PASS="${DB_PASS:?DB_PASS is required}"'),
+        ("en", "$env:API_TOKEN = $env:CI_API_TOKEN"),
+        ("en", "const apiKey = process.env.STRIPE_SECRET_KEY ?? ''"),
+        ("en", '@RequestHeader("X-Api-Token") String token'),
+        ("en", "proxy_set_header X-Auth-Token $http_x_auth_token;"),
+        ("en", 'password="${PGPASSWORD-}"'),
+        ("en", 'echo "token: ${#TOKEN} chars"'),
+        ("en", "SECRET_KEY=${SECRET_KEY//[[:space:]]/}"),
+        ("en", "secret_token: ${SECRET_TOKEN:+set}"),
+        ("de", "Das Passwort kommt aus ${ADMIN_PASSWORD:?fehlt} in der .env-Datei."),
+    ],
+}
+for family, rows in LOOK_ALIKES.items():
+    for lang, t in rows:
+        ordinary(family, t, **({} if lang == "en" else {"lang": lang}))
+
 with (Path(__file__).parent / "redaction_corpus.jsonl").open("w") as fh:
     for c in cases:
         fh.write(json.dumps(c, ensure_ascii=False) + "\n")

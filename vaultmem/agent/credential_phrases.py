@@ -11,11 +11,14 @@ each giving spans of a text to redact:
   hunter2x"). The value is judged by the word's kind and language: a word of prose
   ("expired", "abgelaufen", "incorrecta"), a number after a token word ("トークン数は
   4096"), a name after a naming word ("the secret is named harbor-db") or a reference
-  (``$DB_PASSWORD``) is kept.
+  (``$DB_PASSWORD``) is kept. Past the usual filler, a longer one (twelve words, 32
+  characters in scripts without spaces: "le mot de passe du wifi de la salle serveur est
+  X") joins a value only if it looks generated.
 - :func:`guard_spans`, the entropy guard: a string with the entropy of a random one
   (:func:`vaultmem.agent.secret_shapes.generated`) within a few words after a
   credential word, or just before "is the API key", is redacted even without a known
-  prefix; a word such as "commit", "hash", "id" or "public" between them stops it.
+  prefix; after a strong word (password, secret, token, API key, PIN), anywhere in its
+  sentence; a word such as "commit", "hash", "id" or "public" between them stops it.
 
 :func:`is_secret_value` is the judgement of a value the ``key = value`` rules share.
 """
@@ -36,7 +39,14 @@ from vaultmem.agent.credential_words import (
     reverse_of,
     signs,
 )
-from vaultmem.agent.secret_shapes import generated, looks_random, public_before, public_value
+from vaultmem.agent.secret_shapes import (
+    generated,
+    lazy_regex,
+    looks_random,
+    named,
+    public_before,
+    public_value,
+)
 
 __all__ = ["credential_spans", "guard_spans", "is_secret_value", "phrase_spans", "placeholder"]
 
@@ -49,21 +59,36 @@ _TRAILING = ".,;:)]}»“”」』、。，\"'"
 _BARRIERS = frozenset(
     """commit commits sha sha1 sha256 sha-256 sha512 md5 hash hashes digest checksum
     fingerprint id ids uuid guid trace span request version build run issue ticket pr public
-    host sum integrity etag example e.g. like format prefix pattern length count of""".split()  # noqa: SIM905
+    host sum integrity etag example e.g. like format prefix pattern length count of job jobs
+    task event pod image release migration order invoice message page""".split()  # noqa: SIM905
 )
+# Before the word, "of" joins the sentence ("the settings of the runner"), not the key.
+_BARRIERS_BEFORE = _BARRIERS - {"of"}
 # Words before "key" that make it no credential: a public key, a database's sort key.
 _NOT_CREDENTIAL = frozenset(
     "public host primary foreign sort partition cache composite unique index hot map".split()  # noqa: SIM905
 )
 _INDEFINITE = frozenset("a an ein eine einen un une una uno um uma een".split())  # noqa: SIM905
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_.~=-]{16,}")
+# The entropy guard's reach: six words after any credential word; after a strong one (a
+# password, a secret, a token, an API key, a PIN) the rest of its sentence, and before it
+# the sentence's start.
+_NEAR_WORDS = 6
+_SENTENCE_WORDS = 40
+_SENTENCE_CHARS = 400
+_SENTENCE_END = lazy_regex(r"[.!?。！？](?=[\"')\]»”]*(?:\s|$))")
 _TYPES = frozenset(
     """str string bytes int integer bool boolean number any object none null nil undefined
     true false yes no on off optional secretstr secretbytes text varchar char uuid float
     required unknown list dict array map await async new yield return lambda function self
     this cls typeof void""".split()  # noqa: SIM905
 )
-_ENV_REF = re.compile(r"(?:\$(?:[A-Z_][A-Z0-9_]*\b|\{|\()|%[A-Z_][A-Z0-9_]*%|%\(|\{\{|\{%|<.*>$)")
+# $DB_PASSWORD, ${X}, $(cmd), %X%, {{ x }}, <x>; PowerShell's $env:X; a variable of a
+# language that marks them ($db_pass, $this->password), the value being that name alone
+_ENV_REF = re.compile(
+    r"(?:\$(?:[A-Z_][A-Z0-9_]*\b|\{|\(|env:[A-Za-z_]\w*)|%[A-Z_][A-Z0-9_]*%|%\(|\{\{|\{%|<.*>$"
+    r"|\$[a-z_]+(?:->[a-z_]+)*(?![^\s;,)\]}'\"`]))"
+)
 _PLACEHOLDER = re.compile(
     r"(?:[*xX.…#_~-]+|<[^>]*>|\[REDACTED\].*|REDACTED|![A-Za-z_]+(?:[ \t]+[|>][-+]?)?)$"
     # what a template or an example puts where the secret goes
@@ -75,6 +100,13 @@ _CALL_REF = re.compile(r"[A-Za-z_][\w.]*[ \t]*[(\[]")
 _PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$|[A-Za-z]:\\")
 _URL = re.compile(r"https?://[^\s:@]+$")
 _SPACE = re.compile(r"[ \t\u00a0\u202f]*")
+# A filler further off (:func:`_far_link`): its words, brackets and clause ends.
+_FAR_WORDS = 12
+_FAR_CHARS = 32
+_BRACKETS = {"(": ")", "（": "）", "[": "]", "【": "】", "〔": "〕"}
+_CLAUSE_END = ",;!?。，、；！？\n"
+_FAR_WORD = lazy_regex(r"[^\s:：=,;!?。，、；！？()（）\[\]【】〔〕\"'`«»„“”「」]+")
+_ATTACHING_SCRIPT = lazy_regex(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 # --------------------------------------------------------------------------- phrases
@@ -109,6 +141,18 @@ def _phrase_value(text: str, hit: Hit, kinds: list[str]) -> Span | None:
     stop = min(len(text) if stop < 0 else stop, hit.end + 200)
     langs = hit.langs
     link = _link_after_filler(text, hit.end, stop, langs)
+    span = _linked_value(text, hit, kinds, link, stop)
+    if span is None and link is None:
+        far = _far_link(text, hit.end, stop, langs)
+        span = None if far is None else _linked_value(text, hit, kinds, far, stop, far=True)
+    return span
+
+
+def _linked_value(
+    text: str, hit: Hit, kinds: list[str], link: int | None, stop: int, *, far: bool = False
+) -> Span | None:
+    """The value after ``link`` (after the word itself when None), if it is a secret."""
+    langs = hit.langs
     value = _value(text, hit.end if link is None else link, stop, langs)
     if value is None and link is not None and not text[link:stop].strip() and stop < len(text):
         return _next_line_value(text, stop + 1)  # "Password:\n<the password>"
@@ -121,9 +165,63 @@ def _phrase_value(text: str, hit: Hit, kinds: list[str]) -> Span | None:
     glued = start == hit.end and not any(lang.attached for lang in langs)  # 密码X is fine
     if link is None and (text[hit.end : start].strip() or glued):
         return None  # "password hunter2x", not "password-Ab12Cd"
+    if far:
+        return (start, end) if _far_value(text[start:end], kinds, quoted) else None
     if any(_judge(text[start:end], kind, quoted, linked, langs) for kind in kinds):
         return start, end
     return None
+
+
+def _far_link(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int | None:
+    """The end of a link past a longer filler ("le mot de passe du wifi de la salle
+    serveur EST", "kata sandi VPN kantor:", "รหัสผ่านไวไฟห้องประชุมคือ"): at most
+    twelve words, or 32 characters in a script that does not space its words, a
+    bracketed aside counting as one word; never past the end of a clause, nor when the
+    first word makes the credential word part of another thing's name ("the password
+    POLICY for…"). What follows such a link is judged more strictly (:func:`_far_value`)."""
+    first = text[at:stop].split(maxsplit=1)
+    if not first or first[0].lower().strip(_TRAILING) in heads():
+        return None
+    by_char = any(lang.attached for lang in langs) and bool(
+        _ATTACHING_SCRIPT().search(text, at, min(stop, at + 40))
+    )
+    pos, words = at, 0
+    while words < _FAR_WORDS:
+        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        if pos >= stop or text[pos] in _CLAUSE_END:
+            return None
+        if text[pos] in _BRACKETS:
+            close = text.find(_BRACKETS[text[pos]], pos + 1, min(stop, pos + 80))
+            if close < 0:
+                return None
+            pos = close + 1
+        elif by_char:
+            pos += 1
+            if pos - at > _FAR_CHARS:
+                return None
+        else:
+            word = _FAR_WORD().match(text, pos, stop)
+            if word is None or word.group().endswith("."):
+                return None  # the end of a sentence
+            pos = word.end()
+        words += not by_char
+        found = _link(text, pos, stop, langs)
+        if found is not None:
+            return found
+    return None
+
+
+def _far_value(value: str, kinds: list[str], quoted: bool) -> bool:
+    """Whether ``value``, after a link past a longer filler, is a secret: quoted, a PIN's
+    digits (not a year), or a generated-looking string of 8 characters or more; a word,
+    a number, a version or a name there is the sentence going on."""
+    if len(value) < 4 or placeholder(value) or value[0] in "<{$%":
+        return False
+    if quoted:
+        return True
+    if value.isdigit():
+        return "pin" in kinds and len(value) <= 8 and not re.fullmatch(r"(?:19|20)\d\d", value)
+    return len(value) >= 8 and _generated_word(value) and not _reference(value)
 
 
 def _next_line_value(text: str, at: int) -> Span | None:
@@ -380,36 +478,55 @@ def guard_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
         yield from _after(text, hit.end, strong)
         if strong:
             yield from _before(text, hit)
+            yield from _sentence_before(text, hit)
 
 
 def _after(text: str, at: int, strong: bool) -> Iterator[Span]:
+    """Generated strings in the words after a credential word: the next six (a hex
+    string too, after a strong word), and after a strong word on to the end of its
+    sentence (never a hex string there: a commit, a trace id)."""
     stop = text.find("\n", at)
     stop = len(text) if stop < 0 else stop
     if not text[at:stop].strip(" \t:=\"'`>-") and stop < len(text):
         at, stop = stop + 1, text.find("\n", stop + 1)  # "API key:\n<the key>"
         stop = len(text) if stop < 0 else stop
-    window = text[at : min(stop, at + 120)]
-    seen = 0
-    for m in re.finditer(r"\S+", window):
-        seen += 1
-        if seen > 6:
+    window = text[at : min(stop, at + (_SENTENCE_CHARS if strong else 120))]
+    ended = False
+    for seen, m in enumerate(re.finditer(r"\S+", window), 1):
+        near = seen <= _NEAR_WORDS
+        if not near and (not strong or ended or seen > _SENTENCE_WORDS):
             return
         word = m.group().lower().strip(_TRAILING + "(")
         if word in _BARRIERS:
             return
-        for cand in _CANDIDATE.finditer(window, m.start(), m.end()):
-            start = at + cand.start()
-            if public_before(text, start) or _path(cand.group()):
-                continue
-            if generated(cand.group().strip("._~-"), hex_ok=strong):
-                yield start, at + cand.end()
+        ended = ended or _SENTENCE_END().search(m.group()) is not None
+        if "://" not in m.group():  # a URL's secrets: its password, a key= of its query
+            yield from _generated_in(text, at + m.start(), at + m.end(), strong and near)
 
 
-def _path(value: str) -> bool:
-    """Whether ``value`` is a path of names ("uploads/2024/05/9f3a1c2b-report.pdf"), not
-    base64 that holds slashes."""
-    parts = value.split("/")
-    return len(parts) > 2 and sum(bool(re.fullmatch(r"[a-z]{2,}|\d+", p)) for p in parts) >= 2
+def _generated_in(text: str, start: int, end: int, hex_ok: bool) -> Iterator[Span]:
+    """The generated-looking strings of the word at ``start``–``end``: not public (a
+    digest, a public key) and not a name (a path of names, a pod)."""
+    for cand in _CANDIDATE.finditer(text, start, end):
+        if public_before(text, cand.start()) or named(cand.group()):
+            continue
+        if generated(cand.group().strip("._~-"), hex_ok=hex_ok):
+            yield cand.span()
+
+
+def _sentence_before(text: str, hit: Hit) -> Iterator[Span]:
+    """ "<key> — paste that into the CI settings as its new deploy token": a generated
+    string (not hex) earlier in the sentence of a strong credential word, no barrier
+    word ("commit", "id", "hash"…) between them."""
+    start = max(text.rfind("\n", 0, hit.start) + 1, hit.start - _SENTENCE_CHARS)
+    ends = [m.end() for m in _SENTENCE_END().finditer(text, start, hit.start)]
+    start = ends[-1] if ends else start
+    words = list(re.finditer(r"\S+", text[start : hit.start]))[-_SENTENCE_WORDS:]
+    for m in reversed(words):
+        if m.group().lower().strip(_TRAILING + "(") in _BARRIERS_BEFORE:
+            return
+        if "://" not in m.group():
+            yield from _generated_in(text, start + m.start(), start + m.end(), False)
 
 
 _BEFORE = re.compile(

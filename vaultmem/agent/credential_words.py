@@ -251,8 +251,17 @@ def owned(text: str, start: int, langs: tuple[Language, ...] | None = None) -> b
     owners = {o.lower() for lang in langs or languages() for o in lang.owners}
     if not owners:
         return False
-    before = text[max(0, start - 40) : start].split()[-2:]
-    return any(w.lower().strip(",;:") in owners for w in before)
+    base = max(0, start - 40)
+    for m in list(re.finditer(r"\S+", text[base:start]))[-2:]:
+        word = m.group()
+        if word.lower().strip(",;:") not in owners:
+            continue
+        # "Das Token", "De token": an article that starts a sentence owns nothing ("das"
+        # and "de" are "of the" in Portuguese and French, "the" in German and Dutch)
+        lead = text[: base + m.start()].rstrip(" \t")
+        if not (word[0].isupper() and (not lead or lead[-1] in ".!?:\n")):
+            return True
+    return False
 
 
 def is_prose_word(word: str) -> bool:

@@ -26,7 +26,12 @@ Every match becomes ``[REDACTED]``. The rules:
   name/value pair (``- name: DB_PASSWORD`` / ``value: …``) and of a ``.pgpass`` line;
   CLI password flags, quoted or chained (``--password X``, ``mysql -pX``, ``sshpass -p
   'X'``, ``curl -u user:X``, ``redis-cli -a X``, ``echo X | docker login
-  --password-stdin``…); ``Authorization:`` and ``Cookie:`` values.
+  --password-stdin``…); ``Authorization:`` and ``Cookie:`` values;
+- **command output** (:mod:`vaultmem.agent.secret_output`): the lines a command that
+  prints secrets printed (``… | base64 -d``, ``vault kv get``, ``cat .env``…).
+
+A shell parameter expansion is a reference, never redacted (``${API_KEY:?API_KEY must
+be set}``), unless its default is itself a secret (``${DB_PASSWORD:-X}``).
 
 The rules leave ordinary text alone: a value that is a reference (``$DB_PASSWORD``,
 ``os.environ["X"]``, ``settings.token``, ``{{ secret }}``), a type (``token: str``), a
@@ -46,7 +51,9 @@ from vaultmem.agent.credential_phrases import (
     is_secret_value as _is_secret,
 )
 from vaultmem.agent.credential_words import is_function_word, owned
-from vaultmem.agent.secret_shapes import lazy_regex, looks_random, token_spans
+from vaultmem.agent.secret_names import name_words, secret_name
+from vaultmem.agent.secret_output import output_spans
+from vaultmem.agent.secret_shapes import generated, lazy_regex, looks_random, token_spans
 
 __all__ = ["REDACTED", "redact"]
 
@@ -74,15 +81,20 @@ _URL_CREDENTIALS = lazy_regex(
 
 # A value: quoted (the quotes stay), or a run of characters that are not delimiters.
 _VALUE = (
-    r"(?:\\\"(?P<v1>[^\"\n]{0,500}?)\\\"|\"(?P<v2>[^\"\n]{0,500})\"|'(?P<v3>[^'\n]{0,500})'"
+    r"(?:\\\"(?P<v1>[^\"\n]{0,500}?)\\\"|\"(?P<v2>[^\"\n]{0,500})(?:\"|\Z)|'(?P<v3>[^'\n]{0,500})'"
     r"|`(?P<v4>[^`\n]{0,500})`|(?P<v5>[^\s\"'`,;&<>(){}\[\]]{1,500}))"
 )
+# (a value cut off with the text, "token": "IQoJb3…, is still quoted)
 # A password given to a command: unquoted, it runs to the next blank (``abc&def``).
 _CLI_VALUE = (
     r"(?:\\\"(?P<v1>[^\"\n]{0,500}?)\\\"|\"(?P<v2>[^\"\n]{0,500})\"|'(?P<v3>[^'\n]{0,500})'"
     r"|`(?P<v4>[^`\n]{0,500})`|(?P<v5>[^\s\"'`]{1,500}))"
 )
 _QUOTED = ("v1", "v2", "v3", "v4")
+# ${NAME}, ${NAME:?message}, ${NAME:-default}, ${#NAME}, ${NAME//a/b}, ${NAME%.*}
+_EXPANSION = re.compile(
+    r"\$\{(?P<name>#?[A-Za-z_]\w*)(?P<op>:?[-=?+]|//?|##?|%%?|:(?=\d))?(?P<word>[^{}\n]*)\}"
+)
 _TRAILING = ".,;:!?)]}\"'"
 
 # key = value, key: value, "key": "value", key => value, key := value (the key's name is
@@ -98,21 +110,10 @@ _LINE_HEAD = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+|#[ \t]*)?[\"']
 _WORD_BEFORE = re.compile(r"(?<![\w.-])([A-Za-z]+)[ \t]\Z")
 _LITERAL = re.compile(r"([\"'])(?P<v>[^\"'\n]*)\1")
 _NAME_LIKE = re.compile(r"[A-Z][A-Z0-9_]*|[a-z]+|[a-z][a-z0-9]*(?:[._/:-][a-z0-9]+)+")
+# The first argument of a lookup: a header's or a variable's name (words joined).
+_LOOKUP_KEY = re.compile(r"[A-Za-z][A-Za-z]*(?:[-_.:][A-Za-z]+)*")
 _PROMPT = re.compile(r"[A-Za-z][A-Za-z ]*[:?]?[ \t]*")  # input('Password: ')
 _DOTTED_NAME = r"[a-z][a-z0-9]{0,11}(?:[:._/-][a-z0-9]{1,12}){2,}"
-_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_KEY_KINDS = _wordset(
-    "api access secret private signing encryption master account license app session auth "
-    "deploy webhook storage service subscription shared consumer hmac jwt ssh gpg pgp root "
-    "admin write ingest client crypto"
-)
-_SECRET_WORDS = _wordset(
-    "password passwd pwd passphrase secret token apikey credential credentials"
-)
-# The last word of a key that holds a secret named by an earlier word (secret_key_base).
-_SECRET_SUFFIXES = _wordset(
-    "base value data b64 base64 hex raw bytes str string enc encoded material"
-)
 # - name: DB_PASSWORD / value: X;  {"name": "DB_PASSWORD", "value": "X"};  Name=X,Value=Y;
 # "db_password": {"sensitive": true, "value": "X"} (terraform output)
 _NAME_VALUE = lazy_regex(
@@ -225,7 +226,10 @@ def redact(text: str) -> str:
     """
     if len(text) < 6:
         return text
-    spans = sorted(_around_markers(text, [s for s in _spans(text) if s[1] > s[0]]))
+    found = [s for s in _spans(text) if s[1] > s[0]]
+    if "${" in text:
+        found = _outside_expansions(text, found)
+    spans = sorted(_around_markers(text, found))
     if not spans:
         return text
     out: list[str] = []
@@ -266,6 +270,36 @@ def _spans(text: str) -> Iterator[Span]:
     yield from _authorization(text)
     yield from _changed_to(text)
     yield from credential_spans(text)
+    yield from output_spans(text)
+
+
+def _outside_expansions(text: str, spans: list[Span]) -> list[Span]:
+    """``spans`` less those that start inside a shell parameter expansion (``${NAME}``,
+    ``${NAME:?message}``, ``${#NAME}``: a reference, its name and its message are no
+    secret), plus the defaults that are secrets (``${DB_PASSWORD:-X}``, ``${T:-ghp_…}``)."""
+    inside: list[Span] = []
+    defaults: list[Span] = []
+    for m in _EXPANSION.finditer(text):
+        inside.append(m.span())
+        word = m.group("word")
+        if m.group("op") in (":-", "-", ":=", "=") and word and _secret_default(m["name"], word):
+            defaults.append(m.span("word"))
+    kept = [s for s in spans if not any(a <= s[0] < b for a, b in inside)]
+    return kept + defaults
+
+
+def _secret_default(name: str, word: str) -> bool:
+    """Whether the default ``word`` of the variable ``name`` is a secret: by its shape,
+    or as the value of a secret-named variable (``${DB_PASSWORD:-s3cret!}``)."""
+    if placeholder(word):
+        return False
+    if any(True for _ in token_spans(word)):
+        return True
+    words = name_words(name)
+    kind = secret_name(words, "=") if words else None
+    if kind == "secret":
+        return _is_secret(word, (0, len(word)), False, words, prose=False)
+    return generated(word, hex_ok=kind is not None)
 
 
 def _key_blocks(text: str) -> Iterator[Span]:
@@ -295,12 +329,12 @@ def _keyword_values(text: str) -> Iterator[Span]:
         glued = text[m.start() - 1 : m.start()]
         if lead is None and (glued.isalnum() or glued == ":"):
             continue  # a word's end; arn:…:secret:…, heroku auth:token
-        words = [w.lower() for w in _NAME_WORDS.findall(name)]
+        words = name_words(name)
         if not lead and (before := _WORD_BEFORE.search(text, max(0, m.start() - 30), m.start())):
             if owned(text, before.start(1)):
                 continue  # "the SHA-256 of each API key: …"
             words.insert(0, before.group(1).lower())  # "API key: …", "the token: …"
-        kind = _secret_name(words, m.group("sep").strip(" \t*_")) if words else None
+        kind = secret_name(words, m.group("sep").strip(" \t*_")) if words else None
         head = lead.start() if lead else m.start()
         line = text.rfind("\n", 0, head) + 1
         if kind is None and name == "pass" and _LINE_HEAD.fullmatch(text, line, head):
@@ -337,39 +371,6 @@ def _generated_value(value: str, *, bare_key: bool) -> bool:
     return not (bare_key and re.fullmatch(r"[0-9a-fA-F]+", value))
 
 
-def _secret_name(words: list[str], sep: str) -> str | None:
-    """Whether a key whose name is ``words`` (its lower-case parts) holds a secret:
-    ``"secret"``, ``"random"`` (only when its value looks generated), or None."""
-    last = words[-1]
-    prev = words[-2] if len(words) > 1 else ""
-    if "existing" in words:
-        return None  # existingSecret=harbor-db: the name of a Kubernetes Secret
-    if last in ("password", "passwd", "passwrd", "pwd", "pw", "passphrase", "passcode", "secret"):
-        return "secret"
-    if last in ("token", "apikey", "credential", "credentials"):
-        return "secret"
-    if last == "pass":  # DB_PASS, pass=X, not "--- PASS: TestFoo" or first_pass
-        ok = (bool(prev) or sep == "=") and prev not in (
-            "first",
-            "second",
-            "third",
-            "last",
-            "next",
-            "one",
-        )
-        return "secret" if ok else None
-    if last.endswith(("password", "passwd", "secret", "token", "apikey", "passphrase")):
-        return "secret"
-    if last == "auth":  # _auth=dXNlcjpwYXNz, not auth: required
-        return "random"
-    if last.endswith("key"):
-        kind = prev if last == "key" else last[:-3]
-        return "secret" if kind in _KEY_KINDS else "random" if last == "key" else None
-    if last in _SECRET_SUFFIXES and _SECRET_WORDS & set(words[:-1]):
-        return "random"  # secret_key_base, password_hash is not: its value is public
-    return "secret" if sep == "=" and last in ("sig", "signature") else None
-
-
 def _call_literals(text: str, start: int) -> Iterator[Span]:
     """The quoted arguments of the call or subscript at ``start`` that are not names
     (``"DB_PASSWORD"``, ``"db.password"``): a default value, a literal secret."""
@@ -377,8 +378,11 @@ def _call_literals(text: str, start: int) -> Iterator[Span]:
     for end_char in ")]\n":
         at = text.find(end_char, start, stop)
         stop = at if at >= 0 else stop
+    opening = re.compile(r"[^(\[\n]*[(\[][ \t]*").match(text, start, stop)
     for m in _LITERAL.finditer(text, start, stop):
         literal = m.group("v")
+        if opening and m.start() == opening.end() and _LOOKUP_KEY.fullmatch(literal):
+            continue  # headers.get("X-Api-Key"), getenv('Authorization'): what is looked up
         if len(literal) >= 2 and not (_NAME_LIKE.fullmatch(literal) or _PROMPT.fullmatch(literal)):
             yield m.span("v")
 
@@ -400,21 +404,21 @@ def _named_values(text: str) -> Iterator[Span]:
     objects = "{" in text and ('"value"' in text or "'value'" in text)
     for pattern in (_NAME_VALUE(),) * pairs + (_OBJECT_VALUE(),) * objects:
         for m in pattern.finditer(text):
-            words = [w.lower() for w in _NAME_WORDS.findall(m.group("name"))]
+            words = name_words(m.group("name"))
             span, quoted = _value(m)
-            if words and _secret_name(words, "=") and _is_secret(text, span, quoted, prose=False):
+            if words and secret_name(words, "=") and _is_secret(text, span, quoted, prose=False):
                 yield span
     named = any(w in low for w in ("pass", "secret", "token", "key"))
     for m in _QUOTED_KEY().finditer(text) if named and ("'" in text or '"' in text) else ():
-        words = [w.lower() for w in _NAME_WORDS.findall(m.group("name"))]
-        if words and _secret_name(words, "=") and _is_secret(text, m.span("v2"), True):
+        words = name_words(m.group("name"))
+        if words and secret_name(words, "=") and _is_secret(text, m.span("v2"), True):
             yield m.span("v2")
     if "<" in text or "value=" in text:
         for m in _XML().finditer(text):
             span, quoted = _value(m)
             name = m.group("tag") or m.group("name")
-            words = [w.lower() for w in _NAME_WORDS.findall(name)]
-            if words and _secret_name(words, "=") and _is_secret(text, span, True):
+            words = name_words(name)
+            if words and secret_name(words, "=") and _is_secret(text, span, True):
                 yield span
     if _PGPASS_PORT.search(text):
         for m in _PGPASS().finditer(text):

@@ -37,6 +37,7 @@ __all__ = [
     "generated",
     "lazy_regex",
     "looks_random",
+    "named",
     "public_before",
     "public_value",
     "search_pattern_spans",
@@ -88,6 +89,8 @@ _PUBLIC = (
     r"(?:sha(?:1|224|256|384|512)[-:=]|md5[-:=]|h1:|blake2b?[-:]|ssh-(?:rsa|ed25519|dss)[ \t]+"
     r"|ecdsa-sha2-\S+[ \t]+|sk-ssh-\S+[ \t]+|age1|npub1|ipfs/|;base64,)"
 )
+# A Kubernetes pod, a ReplicaSet, a Job's run: name-<hash>-<suffix>, small letters only.
+_RESOURCE_NAME = lazy_regex(r"[a-z]{2,}(?:-[a-z]{2,})*(?:-[a-z0-9]{4,12}){1,2}")
 _PUBLIC_BEFORE = lazy_regex(r"(?i)" + _PUBLIC + r"\Z")
 _PUBLIC_START = lazy_regex(r"(?i)" + _PUBLIC)
 
@@ -281,6 +284,17 @@ def generated(value: str, *, hex_ok: bool = False) -> bool:
     return entropy(bare) >= min(4.2, _expected(bare) - 0.75)
 
 
+def named(value: str) -> bool:
+    """Whether ``value``, generated-looking as it may be, names a thing: a path of names
+    (``/api/v2/users/01HZX4KQ7M8N9P0R1S2T3V``, ``uploads/2024/05/9f3a1c2b-report.pdf``,
+    not base64 that holds slashes) or a resource a controller named
+    (``harbor-api-7c9f8d6b5-x2xkq``: a word, then short parts in small letters)."""
+    parts = value.split("/")
+    if len(parts) > 2 and sum(bool(re.fullmatch(r"[a-z]{2,}|\d+", p)) for p in parts) >= 2:
+        return True
+    return bool(_RESOURCE_NAME().fullmatch(value))
+
+
 def _expected(value: str) -> float:
     """About the entropy of a random string of ``value``'s length over base64 (it cannot
     exceed log2 of the length)."""
@@ -299,7 +313,8 @@ def token_spans(text: str) -> Iterator[Span]:
         cased = re.search(r"[a-z]", word) and re.search(r"[A-Z]", word)
         # Not an identifier: random text has few runs of a capital and small letters.
         prose = sum(len(w) for w in _WORDISH.findall(word)) / len(word)
-        if cased and re.search(r"[0-9/+]", word) and prose < 0.75 and entropy(word) > 4.2:
+        random = cased and re.search(r"[0-9/+]", word) and prose < 0.75
+        if random and entropy(word) > 4.2 and not named(word):
             yield m.span()
     if text.strip() and not re.search(r"\s", text.strip()):
         # A URL's path names things (a document, a commit); its query may carry a key.
