@@ -314,9 +314,13 @@ def test_smollm2_extract_writes_only_valid_notes(
     monkeypatch.setenv("VAULTMEM_LLM_TIMEOUT", "120")
     report = json.loads(Cli(vault)("extract", str(MARKDOWN), "--json").stdout)
     assert report["entries"] == 5 and report["chunks"] == 1
+    paths = [memory["path"] for memory in report["memories"]]
+    written = {Path(p).stem for p in paths} | {p.removesuffix(".md") for p in paths}
     for memory in report["memories"]:
         meta, body = _note(vault, memory["path"])
-        assert meta["type"] in NOTE_TYPES and meta["status"] in ("active",)
+        assert meta["type"] in NOTE_TYPES and meta["status"] in ("active", "superseded")
+        if meta["status"] == "superseded":  # only by a memory of this run, on its evidence
+            assert {link.strip("[]") for link in meta["superseded_by"]} <= written, meta
         assert body.strip()
 
 
