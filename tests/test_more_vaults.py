@@ -6,17 +6,13 @@ config names, never a path a client makes up."""
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import anyio
 import pytest
 from conftest import run_vaultmem
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from test_mcp import _data, _text
+from test_mcp_parity import _session
 from test_vaults import _run, _user_config
 
 from tests.conftest import copy_indexed
@@ -64,21 +60,6 @@ def test_every_search_mode_answers_from_the_vaults_that_can(
     named = _run("--vault", "work", command, "sessions in redis", "--vault", "side", "--json")
     assert named.exit_code == 0 and named.stderr.count("not searched") == 0
     assert {json.loads(x)["vault"] for x in named.stdout.splitlines()} <= {"work", "side"}
-
-
-def _session(vault: Path, body: Callable[[Client], Awaitable[None]]) -> None:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "vaultmem", "--vault", str(vault), "mcp"],
-        env=dict(os.environ),
-    )
-
-    async def main() -> None:
-        with anyio.fail_after(90):
-            async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
-                await body(client)
-
-    anyio.run(main)
 
 
 def test_mcp_tools_take_a_named_vault_and_nothing_else(three: dict[str, Path]) -> None:
