@@ -54,6 +54,7 @@ from vaultmem.agent.credential_words import is_function_word, owned
 from vaultmem.agent.secret_names import name_words, secret_name
 from vaultmem.agent.secret_output import output_spans
 from vaultmem.agent.secret_shapes import generated, lazy_regex, looks_random, token_spans
+from vaultmem.agent.secret_syntax import syntax_spans
 
 __all__ = ["REDACTED", "redact"]
 
@@ -208,6 +209,7 @@ _AUTH_PAIR = re.compile(
 _COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"'`]{1,4000})")
 _COOKIE_PAIR = re.compile(r"[^=;\s]+=(?P<v5>[^;\s]+)")
 # "I changed the admin password to X"
+_EXAMPLE_KEY = re.compile(r"EXAMPLE(?:KEY)?$")
 _PHRASE_CHANGED = lazy_regex(
     r"(?i)\b(?:changed|set|reset|rotated|updated)[ \t]+(?:the[ \t]+|my[ \t]+|our[ \t]+|its[ \t]+)?"
     r"(?:[\w-]+[ \t]+)?(?:pass(?:word|wd|phrase)|pw|token|secret|api[ \t]key)[ \t]+to[ \t]+"
@@ -227,6 +229,8 @@ def redact(text: str) -> str:
     if len(text) < 6:
         return text
     found = [s for s in _spans(text) if s[1] > s[0]]
+    if "EXAMPLE" in text:  # the documented example keys (AKIAIOSFODNN7EXAMPLE) stay
+        found = [s for s in found if not _EXAMPLE_KEY.search(text, s[0], s[1])]
     if "${" in text:
         found = _outside_expansions(text, found)
     spans = sorted(_around_markers(text, found))
@@ -271,6 +275,7 @@ def _spans(text: str) -> Iterator[Span]:
     yield from _changed_to(text)
     yield from credential_spans(text)
     yield from output_spans(text)
+    yield from syntax_spans(text)
 
 
 def _outside_expansions(text: str, spans: list[Span]) -> list[Span]:
@@ -314,7 +319,11 @@ def _url_credentials(text: str) -> Iterator[Span]:
     for m in _URL_CREDENTIALS().finditer(text):
         value = m.group("v5")
         # host:8080/@scope/pkg is a port and a path, not a password
-        if not re.match(r"\d{1,5}(?:/|$)", value) and not value.startswith(REDACTED):
+        if (
+            not re.match(r"\d{1,5}(?:/|$)", value)
+            and not value.startswith(REDACTED)
+            and not placeholder(value)  # :$DB_PASSWORD@, :****@
+        ):
             yield m.span("v5")
 
 
