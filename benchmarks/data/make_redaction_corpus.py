@@ -1067,14 +1067,12 @@ for family, rows in LOOK_ALIKES.items():
 
 # ---- (a) credential phrase grammar: relative clauses, the value before the word, Hindi,
 # Arabic, Bengali, Indonesian and Russian forms, passphrases of several words taken whole.
-# NOT YET IN THE CORPUS: 16 of these 23 cases leak on the redactor of this branch (the
-# grammar fix is the next step of round 3). Call round3_grammar() below, regenerate, see
-# them fail, then widen vaultmem/agent/credential_phrases.py.
+# Drawn at the end of this script (after every other draw, so that no other case's
+# values change).
 
 
 def round3_grammar():
-    """The round-3 phrase-grammar cases; call it at the end of this script (after every
-    other draw, so that no other case's values change)."""
+    """The round-3 phrase-grammar cases."""
     drawn(
         "grammar",
         [
@@ -1202,6 +1200,8 @@ for t in [
     'jwt payload: {"iss": "auth.harbor.dev", "aud": "api", "iat": 1700000000} — the signature is verified with the JWKS key.',
 ]:
     ordinary("round3", t)
+
+round3_grammar()
 
 with (Path(__file__).parent / "redaction_corpus.jsonl").open("w") as fh:
     for c in cases:

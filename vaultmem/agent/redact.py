@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
+from vaultmem.agent.credential_clauses import clause_spans, passphrase_spans
 from vaultmem.agent.credential_phrases import credential_spans, placeholder
 from vaultmem.agent.credential_phrases import (
     is_secret_value as _is_secret,
@@ -276,6 +277,8 @@ def _spans(text: str) -> Iterator[Span]:
     yield from credential_spans(text)
     yield from output_spans(text)
     yield from syntax_spans(text)
+    yield from clause_spans(text)
+    yield from passphrase_spans(text)
 
 
 def _outside_expansions(text: str, spans: list[Span]) -> list[Span]:
