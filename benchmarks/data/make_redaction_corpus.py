@@ -1203,6 +1203,34 @@ for t in [
 
 round3_grammar()
 
+# ---- (e) a secret-named PHP constant, an access key in Slavic languages (hex after it)
+drawn(
+    "syntax",
+    [
+        ("en", "define( 'LOGGED_IN_SALT', '§' );", lambda: r(48, SYM + "{}[]()~&:")),
+        ("en", 'define("STRIPE_SECRET", "§");', lambda: r(40, SYM + "&:~")),
+        ("uk", "Ключ доступу до сервісу логів — §", lambda: hexs(32)),
+        ("ru", "Ключ доступа к API биллинга: §", lambda: hexs(40)),
+    ],
+)
+
+# ---- (f) the sentence of a password word holding no password
+for t in [
+    "The password reset for user alice.smith2 on host web-01 failed twice.",
+    "Password hashing uses Argon2id with m=65536, t=3 and p=4.",
+    "The password rotation is handled by the Lambda RotateSecret2 every 30 days.",
+    "Set the root password with passwd on Ubuntu22.04 before the first boot.",
+    "Password manager: we moved from LastPass to Bitwarden2024 last spring.",
+    "Passphrase: see the team vault.",
+    "Die Passphrase ist in KeePass gespeichert.",
+    "password: str = Field(min_length=12)",
+    "The PIN for the SIM was reset in ticket 88213.",
+    "I changed the wifi password; the SSID is still Harbor_Guest5G.",
+    "define('WP_DEBUG', false);",
+    "Ключ доступу до API зберігається у Vault, commit 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39.",
+]:
+    ordinary("round3", t)
+
 with (Path(__file__).parent / "redaction_corpus.jsonl").open("w") as fh:
     for c in cases:
         fh.write(json.dumps(c, ensure_ascii=False) + "\n")

@@ -17,7 +17,9 @@ sentence, a value is a secret when it looks like a password and like nothing els
   separator inside (``'chai-samosa-77'``; ``'sha256'`` is an algorithm);
 - unquoted: 8 characters or more, letters and digits, and a symbol (``Dilli#2025``) or
   capitals with two digits or more (``Pizzamargherita88``, ``Kazan_Kreml_88``); never a
-  path, a URL, an address, a reference, a version, a name in capitals (``DB_PASSWORD2``);
+  path, a URL, an address, a reference, a version (``Ubuntu22.04``), an argument
+  (``min_length=12``), a name in capitals (``DB_PASSWORD2``) or a name and its year
+  (``Bitwarden2024``);
 - after a PIN word, 4 to 8 digits that are not a year.
 
 A word such as "id", "hash", "commit", "version" or "host" just before the value makes it
@@ -25,7 +27,8 @@ that thing's, not the password.
 
 :func:`passphrase_spans`: after a passphrase word and its link (":", "is", "ist",
 "lautet", "est", "es", "—"), the words up to the end of the clause, or the next line
-when the label ends its line, are the passphrase: 2 to 8 words, taken whole.
+when the label ends its line, are the passphrase: 2 to 8 words, taken whole, unless they
+read as prose ("see the team vault", "ist in KeePass gespeichert").
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import re
 from collections.abc import Iterator
 
 from vaultmem.agent.credential_phrases import placeholder
-from vaultmem.agent.credential_words import Hit, hits
+from vaultmem.agent.credential_words import Hit, hits, is_prose_word
 from vaultmem.agent.secret_shapes import lazy_regex
 
 __all__ = ["clause_spans", "passphrase_spans"]
@@ -108,7 +111,13 @@ def passphrase_spans(text: str) -> Iterator[Span]:
             continue
         value = clause.group().rstrip()
         words = value.split()
-        if 2 <= len(words) <= 8 and not placeholder(value) and "[REDACTED]" not in value:
+        if (
+            2 <= len(words) <= 8
+            and not placeholder(value)
+            and "[REDACTED]" not in value
+            and not is_prose_word(words[0])  # "see the vault", "ist in KeePass gespeichert"
+            and sum(map(is_prose_word, words)) * 2 < len(words)
+        ):
             yield at, at + len(value)
         elif words and words[0] == "[REDACTED]" and 2 <= len(words) <= 9:
             yield at, at + len(value)  # one word of it was taken: take the rest
@@ -150,7 +159,8 @@ def _password(value: str) -> bool:
         return False  # DB_PASSWORD2, a name in capitals
     if _SYMBOL & set(value):
         return True
-    return upper >= 1 and upper < letters and digits >= 2
+    # Pizzamargherita88, Kazan_Kreml_88; not a name and its year or version (Bitwarden2024)
+    return upper >= 1 and digits >= 2 and not re.fullmatch(r"[A-Z]?[a-z]+(?:19|20)\d\d", value)
 
 
 def _pin(value: str) -> bool:
@@ -167,6 +177,7 @@ def _reference(value: str) -> bool:
         or re.search(r"\w@[\w-]+\.\w", value)
         or value[0] in "$%{<-@"
         or re.fullmatch(r"v?\d+(?:[.\-]\d+)*\w*", value)
+        or re.fullmatch(r"[A-Za-z]+[-_]?v?\d+(?:\.\d+)+", value)  # Ubuntu22.04
         or re.fullmatch(r"[A-Za-z_]\w*\(.*", value)
         or re.fullmatch(r"[A-Za-z_]{2,}\w*=.*", value)  # min_length=12, an argument
         or re.fullmatch(r"[a-z_]+(?:\.[A-Za-z_]\w*)+", value)

@@ -10,6 +10,7 @@ substring test so that ordinary text pays nothing:
   (``--password-stdin <<< 'X'``, ``mysql -p <<EOF`` / ``X``, ``-pass stdin``);
 - ``user NAME X`` in an ftp script (a text that names ftp or opens a host);
 - a licence key: ``LicenseKey X`` (GeoIP.conf), ``<LicenseKey>X</LicenseKey>``;
+- a PHP constant named for a secret: ``define('AUTH_SALT', 'X')``;
 - passwords that tools generate and print: "A temporary password is generated for
   root@localhost: X", "PASSWORD elastic = X", "New value: X" after a password reset,
   and the value on its own line after a line that announces a password, secret or
@@ -54,6 +55,10 @@ _LICENSE_KEY = lazy_regex(
     r"(?m)(?:^[ \t]*[Ll]icen[cs]e_?[Kk]ey[ \t]+(?P<v>[A-Za-z0-9_+/=-]{12,200})[ \t]*$"
     r"|<(?P<tag>[Ll]icen[cs]e_?[Kk]ey)>[ \t]*(?P<xv>[^<\s]{12,200})[ \t]*</(?P=tag)>)"
 )
+_PHP_DEFINE = lazy_regex(
+    r"""\bdefine\([ \t]*(['"])\w*(?:KEY|SALT|SECRET|PASS(?:WORD|WD)?|TOKEN|NONCE)\1[ \t]*,"""
+    r"""[ \t]*(?P<q>['"])(?P<qv>[^\s'"]{8,200})(?P=q)"""
+)
 _GENERATED_FOR = lazy_regex(
     r"(?i)\b(?:temporary|generated|initial|random|one-time|default)\b[^\n:]{0,60}?"
     r"\bpassword\b[^\n:]{0,60}:[ \t]*(?P<v>\S{6,200})"
@@ -87,6 +92,10 @@ def syntax_spans(text: str) -> Iterator[Span]:
         for m in _FTP_USER().finditer(text):
             if not placeholder(m["v"]):
                 yield m.span("v")
+    if "define(" in lower:
+        for m in _PHP_DEFINE().finditer(text):
+            if not placeholder(m["qv"]):
+                yield m.span("qv")
     if "icense" in lower:
         for m in _LICENSE_KEY().finditer(text):
             group = "v" if m["v"] else "xv"
