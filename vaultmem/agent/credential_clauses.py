@@ -115,7 +115,8 @@ def passphrase_spans(text: str) -> Iterator[Span]:
             2 <= len(words) <= 8
             and not placeholder(value)
             and "[REDACTED]" not in value
-            and not is_prose_word(words[0])  # "see the vault", "ist in KeePass gespeichert"
+            # "see the vault", "ask the on-call engineer", "ist in KeePass gespeichert"
+            and not any(map(is_prose_word, words[:2]))
             and sum(map(is_prose_word, words)) * 2 < len(words)
         ):
             yield at, at + len(value)
