@@ -43,7 +43,7 @@ ORDINARY = [
     "postgres://app:******@db:5432/app",
     "const client = new Client({ token: process.env.SLACK_TOKEN });",
     "SECRET_KEY=replace-me",
-    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE  # the AWS docs' example",
     'Its payload is {"sub": "7", "iat": 1700000000}; the JWKS key kid=2024-rotation signs it.',
     # the sentence of a password word holding no password
     "The password reset for user bob.jones3 on host api-02 failed.",

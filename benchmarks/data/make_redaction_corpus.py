@@ -1195,7 +1195,7 @@ for t in [
     "Connected with api_key=**************** (masked)",
     "# .env.sample: copy to .env and set real values\nADMIN_PASSWORD=changeme\nJWT_SECRET=change-me",
     "DB_PASSWORD=changeme  # placeholder, replace before deploying",
-    "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nexport AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "# the pair the AWS docs use in their examples\nexport AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nexport AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     'The payload decodes to {"sub": "42", "role": "admin", "exp": 1717000000} and the header to {"alg": "HS256", "typ": "JWT"}.',
     'jwt payload: {"iss": "auth.harbor.dev", "aud": "api", "iat": 1700000000} — the signature is verified with the JWKS key.',
 ]:

@@ -211,6 +211,7 @@ _COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"'
 _COOKIE_PAIR = re.compile(r"[^=;\s]+=(?P<v5>[^;\s]+)")
 # "I changed the admin password to X"
 _EXAMPLE_KEY = re.compile(r"EXAMPLE(?:KEY)?$")
+_SAID_EXAMPLE = re.compile(r"(?i)\b(?:examples?|docs|documentation|documented|samples?)\b")
 _PHRASE_CHANGED = lazy_regex(
     r"(?i)\b(?:changed|set|reset|rotated|updated)[ \t]+(?:the[ \t]+|my[ \t]+|our[ \t]+|its[ \t]+)?"
     r"(?:[\w-]+[ \t]+)?(?:pass(?:word|wd|phrase)|pw|token|secret|api[ \t]key)[ \t]+to[ \t]+"
@@ -230,7 +231,8 @@ def redact(text: str) -> str:
     if len(text) < 6:
         return text
     found = [s for s in _spans(text) if s[1] > s[0]]
-    if "EXAMPLE" in text:  # the documented example keys (AKIAIOSFODNN7EXAMPLE) stay
+    if "EXAMPLE" in text and _SAID_EXAMPLE.search(text):
+        # the documented example keys (AKIAIOSFODNN7EXAMPLE) stay where the text says so
         found = [s for s in found if not _EXAMPLE_KEY.search(text, s[0], s[1])]
     if "${" in text:
         found = _outside_expansions(text, found)
