@@ -1062,6 +1062,175 @@ for family, rows in LOOK_ALIKES.items():
     for lang, t in rows:
         ordinary(family, t, **({} if lang == "en" else {"lang": lang}))
 
+# ================ round 3: the classes round 2's set found (cases written here, not copies
+# of its texts; appended: everything above keeps its values)
+
+# ---- (a) credential phrase grammar: relative clauses, the value before the word, Hindi,
+# Arabic, Bengali, Indonesian and Russian forms, passphrases of several words taken whole.
+# Drawn at the end of this script (after every other draw, so that no other case's
+# values change).
+
+
+def round3_grammar():
+    """The round-3 phrase-grammar cases."""
+    drawn(
+        "grammar",
+        [
+            ("hi", "डेटाबेस का पासवर्ड है: § — इसे कहीं मत लिखना", pw13),
+            ("hi", "मेरे लैपटॉप का पासवर्ड अब '§' है", pw13),
+            ("hi", "जीमेल का पासवर्ड § है, कल बदल दूँगा", pw13),
+            ("ar", "رمز الدخول للخادم الجديد: §", pw13),
+            ("ar", "رمز المرور إلى البريد «§» لا ترسله لأحد", pw13),
+            ("bn", "সার্ভারের পাসওয়ার্ড হল § , কাউকে দিও না", pw13),
+            ("bn", "ব্যাংক কার্ডের পিন নম্বর §, ভুলে যেও না", lambda: r(4, DIG)),
+            ("id", "Kata sandi email kantor: §", pw13),
+            ("id", "sandi router yg baru § ya, jangan dibagi", pw13),
+            ("id", "Password database produksi sudah diganti jadi §", pw13),
+            ("ru", "пароль, который админ выдал нам для VPN на прошлой неделе, — §", pw13),
+            ("ru", "Пароль от почты, что я завёл для рассылок, такой: §", pw13),
+            ("de", "Das Passwort, das ich gestern für das Jira-Konto gesetzt habe, ist §.", pw13),
+            (
+                "es",
+                "La contraseña que puse anoche en el router de la oficina es §, cámbiala luego",
+                pw13,
+            ),
+            ("tr", "Yeni sunucu şifresi '§' olarak belirlendi", pw13),
+            ("pt", "Defini '§' como senha do painel ontem", pw13),
+            ("en", "I set § as the password for the shared Figma account", pw13),
+            ("de", "Die PIN der Firmenkreditkarte ist seit gestern §.", lambda: r(4, DIG)),
+            ("vi", "mk wifi phòng họp: § nha", pw13),
+        ],
+    )
+    for lang, text, phrase in [
+        ("de", "Die Passphrase für das Backup-Archiv lautet: §", "Regen fällt leise aufs Dach"),
+        (
+            "es",
+            "Frase de contraseña de la bóveda compartida:\n  §\n(todo en minúsculas)",
+            "gato verde salta alto",
+        ),
+        ("en", "The passphrase for the signing key is: §", "purple otter eats cold noodles"),
+        ("fr", "La phrase secrète du trousseau est « § »", "le chat dort sous la pluie"),
+    ]:
+        secret("passphrase", text.replace("§", phrase), phrase, lang=lang)
+
+
+# ---- (b) secrets in program syntax
+drawn(
+    "syntax",
+    [
+        ("en", "$sec = ConvertTo-SecureString '§' -AsPlainText -Force", pw13),
+        (
+            "en",
+            'ConvertTo-SecureString -String "§" -AsPlainText -Force | Export-Clixml cred.xml',
+            pw13,
+        ),
+        ("en", "net user deploy § /add /y", pw13),
+        ("en", "net user Administrator §", pw13),
+        ("en", "java -Dspring.datasource.password=§ -jar billing.jar", pw13),
+        ("en", 'JAVA_OPTS="-Xmx2g -Djavax.net.ssl.trustStorePassword=§"', pw13),
+        ("en", "docker login -u ci-bot --password-stdin registry.harbor.dev <<< '§'", pw13),
+        ("en", "mysql -u root -p <<EOF\n§\nshow databases;\nEOF", pw13),
+        (
+            "en",
+            "ftp -inv files.harbor.dev <<END\nuser deploy §\ncd releases\nput app.tgz\nquit\nEND",
+            pw13,
+        ),
+        ("en", "# ftp batch script\nopen 10.0.4.12\nuser backup §\nbinary\nget dump.sql", pw13),
+        (
+            "en",
+            "# /etc/GeoIP.conf\nAccountID 104822\nLicenseKey §\nEditionIDs GeoLite2-ASN",
+            lambda: r(40, A + "_"),
+        ),
+        (
+            "en",
+            "<configuration>\n  <LicenseKey>§</LicenseKey>\n</configuration>",
+            lambda: r(32, UPD),
+        ),
+        ("en", 'license_key: "§"', lambda: r(36, LOD)),
+    ],
+)
+
+# ---- (c) generated passwords printed by tools
+drawn(
+    "generated",
+    [
+        (
+            "en",
+            "2024-11-02T10:01:07.118Z 6 [Note] [MY-010454] [Server] A temporary password is generated for admin@localhost: §",
+            lambda: pw(12),
+        ),
+        (
+            "en",
+            "Password for the [elastic] user successfully reset.\nNew value: §",
+            lambda: r(20, A + "*_="),
+        ),
+        ("en", "Changed password for user elastic\nPASSWORD elastic = §", lambda: r(20)),
+        (
+            "en",
+            "Please use the following password to proceed to installation:\n\n§\n\nThis may also be found at: /var/jenkins_home/secrets/initialAdminPassword",
+            lambda: hexs(32),
+        ),
+        (
+            "en",
+            "Installation complete.\nInitial admin password: §\nChange it after the first login.",
+            lambda: pw(16),
+        ),
+        ("en", "Generated password for user 'grafana-admin': §", lambda: pw(16)),
+        ("en", "Your new API signing secret (shown once):\n\n    §\n", lambda: r(44, A + "+/")),
+    ],
+    where="tool_output",
+)
+
+# ---- (d) ordinary look-alikes: references inside URLs, process.env, masks, documented
+# placeholders, JWT payloads explained
+for t in [
+    'mysql --url "mysql://root:$MYSQL_ROOT_PASSWORD@localhost:3306/shop"',
+    "REDIS_URL=redis://:${REDIS_PASSWORD}@cache:6379/0",
+    "amqp://harbor:${RABBITMQ_PASS}@mq.internal:5672/%2F",
+    "headers: { Authorization: `Bearer ${process.env.API_TOKEN}` }",
+    "const db = new Pool({ password: process.env.PG_PASSWORD, user: 'app' });",
+    "token: process.env.GH_TOKEN,",
+    "postgres://admin:****@db.internal:5432/orders",
+    "password: ********",
+    "Connected with api_key=**************** (masked)",
+    "# .env.sample: copy to .env and set real values\nADMIN_PASSWORD=changeme\nJWT_SECRET=change-me",
+    "DB_PASSWORD=changeme  # placeholder, replace before deploying",
+    "# the pair the AWS docs use in their examples\nexport AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nexport AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    'The payload decodes to {"sub": "42", "role": "admin", "exp": 1717000000} and the header to {"alg": "HS256", "typ": "JWT"}.',
+    'jwt payload: {"iss": "auth.harbor.dev", "aud": "api", "iat": 1700000000} — the signature is verified with the JWKS key.',
+]:
+    ordinary("round3", t)
+
+round3_grammar()
+
+# ---- (e) a secret-named PHP constant, an access key in Slavic languages (hex after it)
+drawn(
+    "syntax",
+    [
+        ("en", "define( 'LOGGED_IN_SALT', '§' );", lambda: r(48, SYM + "{}[]()~&:")),
+        ("en", 'define("STRIPE_SECRET", "§");', lambda: r(40, SYM + "&:~")),
+        ("uk", "Ключ доступу до сервісу логів — §", lambda: hexs(32)),
+        ("ru", "Ключ доступа к API биллинга: §", lambda: hexs(40)),
+    ],
+)
+
+# ---- (f) the sentence of a password word holding no password
+for t in [
+    "The password reset for user alice.smith2 on host web-01 failed twice.",
+    "Password hashing uses Argon2id with m=65536, t=3 and p=4.",
+    "The password rotation is handled by the Lambda RotateSecret2 every 30 days.",
+    "Set the root password with passwd on Ubuntu22.04 before the first boot.",
+    "Password manager: we moved from LastPass to Bitwarden2024 last spring.",
+    "Passphrase: see the team vault.",
+    "Die Passphrase ist in KeePass gespeichert.",
+    "password: str = Field(min_length=12)",
+    "The PIN for the SIM was reset in ticket 88213.",
+    "I changed the wifi password; the SSID is still Harbor_Guest5G.",
+    "define('WP_DEBUG', false);",
+    "Ключ доступу до API зберігається у Vault, commit 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39.",
+]:
+    ordinary("round3", t)
+
 with (Path(__file__).parent / "redaction_corpus.jsonl").open("w") as fh:
     for c in cases:
         fh.write(json.dumps(c, ensure_ascii=False) + "\n")

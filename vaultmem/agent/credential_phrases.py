@@ -58,7 +58,7 @@ _QUOTES = {
 _TRAILING = ".,;:)]}»“”」』、。，\"'"
 _BARRIERS = frozenset(
     """commit commits sha sha1 sha256 sha-256 sha512 md5 hash hashes digest checksum
-    fingerprint id ids uuid guid trace span request version build run issue ticket pr public
+    fingerprint id ids kid uuid guid trace span request version build run issue ticket pr public
     host sum integrity etag example e.g. like format prefix pattern length count of job jobs
     task event pod image release migration order invoice message page""".split()  # noqa: SIM905
 )
@@ -66,7 +66,7 @@ _BARRIERS = frozenset(
 _BARRIERS_BEFORE = _BARRIERS - {"of"}
 # Words before "key" that make it no credential: a public key, a database's sort key.
 _NOT_CREDENTIAL = frozenset(
-    "public host primary foreign sort partition cache composite unique index hot map".split()  # noqa: SIM905
+    "public jwks host primary foreign sort partition cache composite unique index hot map".split()  # noqa: SIM905
 )
 _INDEFINITE = frozenset("a an ein eine einen un une una uno um uma een".split())  # noqa: SIM905
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_.~=-]{16,}")
@@ -87,12 +87,17 @@ _TYPES = frozenset(
 # language that marks them ($db_pass, $this->password), the value being that name alone
 _ENV_REF = re.compile(
     r"(?:\$(?:[A-Z_][A-Z0-9_]*\b|\{|\(|env:[A-Za-z_]\w*)|%[A-Z_][A-Z0-9_]*%|%\(|\{\{|\{%|<.*>$"
-    r"|\$[a-z_]+(?:->[a-z_]+)*(?![^\s;,)\]}'\"`]))"
+    r"|\$[a-z_]+(?:->[a-z_]+)*(?![^\s;,)\]}'\"`])"
+    # JavaScript's environment: process.env.TOKEN, import.meta.env.VITE_KEY
+    r"|(?:process|import\.meta|Deno)\.env\b)"
 )
 _PLACEHOLDER = re.compile(
     r"(?:[*xX.…#_~-]+|<[^>]*>|\[REDACTED\].*|REDACTED|![A-Za-z_]+(?:[ \t]+[|>][-+]?)?)$"
     # what a template or an example puts where the secret goes
-    r"|(?i:(?:your|my|some)[-_ ]\S*|\S*[-_ ](?:here|goes[-_ ]here)|change[-_ ]?me|placeholder"
+    # the documented example keys of AWS (AKIAIOSFODNN7EXAMPLE, …/bPxRfiCYEXAMPLEKEY)
+    r"|\S*EXAMPLE(?:KEY)?$"
+    r"|(?i:(?:your|my|some)[-_ ]\S*|\S*[-_ ](?:here|goes[-_ ]here)|(?:change|replace)[-_ ]?me"
+    r"|placeholder"
     r"|dummy\S*|example\S*|sample\S*|todo|tbd|n/?a)$"
 )
 _DOTTED_REF = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")

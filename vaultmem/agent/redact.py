@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
+from vaultmem.agent.credential_clauses import clause_spans, passphrase_spans
 from vaultmem.agent.credential_phrases import credential_spans, placeholder
 from vaultmem.agent.credential_phrases import (
     is_secret_value as _is_secret,
@@ -54,6 +55,7 @@ from vaultmem.agent.credential_words import is_function_word, owned
 from vaultmem.agent.secret_names import name_words, secret_name
 from vaultmem.agent.secret_output import output_spans
 from vaultmem.agent.secret_shapes import generated, lazy_regex, looks_random, token_spans
+from vaultmem.agent.secret_syntax import syntax_spans
 
 __all__ = ["REDACTED", "redact"]
 
@@ -208,6 +210,8 @@ _AUTH_PAIR = re.compile(
 _COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"'`]{1,4000})")
 _COOKIE_PAIR = re.compile(r"[^=;\s]+=(?P<v5>[^;\s]+)")
 # "I changed the admin password to X"
+_EXAMPLE_KEY = re.compile(r"EXAMPLE(?:KEY)?$")
+_SAID_EXAMPLE = re.compile(r"(?i)\b(?:examples?|docs|documentation|documented|samples?)\b")
 _PHRASE_CHANGED = lazy_regex(
     r"(?i)\b(?:changed|set|reset|rotated|updated)[ \t]+(?:the[ \t]+|my[ \t]+|our[ \t]+|its[ \t]+)?"
     r"(?:[\w-]+[ \t]+)?(?:pass(?:word|wd|phrase)|pw|token|secret|api[ \t]key)[ \t]+to[ \t]+"
@@ -227,6 +231,9 @@ def redact(text: str) -> str:
     if len(text) < 6:
         return text
     found = [s for s in _spans(text) if s[1] > s[0]]
+    if "EXAMPLE" in text and _SAID_EXAMPLE.search(text):
+        # the documented example keys (AKIAIOSFODNN7EXAMPLE) stay where the text says so
+        found = [s for s in found if not _EXAMPLE_KEY.search(text, s[0], s[1])]
     if "${" in text:
         found = _outside_expansions(text, found)
     spans = sorted(_around_markers(text, found))
@@ -271,6 +278,9 @@ def _spans(text: str) -> Iterator[Span]:
     yield from _changed_to(text)
     yield from credential_spans(text)
     yield from output_spans(text)
+    yield from syntax_spans(text)
+    yield from clause_spans(text)
+    yield from passphrase_spans(text)
 
 
 def _outside_expansions(text: str, spans: list[Span]) -> list[Span]:
@@ -314,7 +324,11 @@ def _url_credentials(text: str) -> Iterator[Span]:
     for m in _URL_CREDENTIALS().finditer(text):
         value = m.group("v5")
         # host:8080/@scope/pkg is a port and a path, not a password
-        if not re.match(r"\d{1,5}(?:/|$)", value) and not value.startswith(REDACTED):
+        if (
+            not re.match(r"\d{1,5}(?:/|$)", value)
+            and not value.startswith(REDACTED)
+            and not placeholder(value)  # :$DB_PASSWORD@, :****@
+        ):
             yield m.span("v5")
 
 

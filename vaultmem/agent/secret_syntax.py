@@ -1,0 +1,122 @@
+"""Secrets in program syntax and in what installers print (issue 28, round 3).
+
+Forms the key = value, flag and phrase rules do not read, each gated by a cheap
+substring test so that ordinary text pays nothing:
+
+- PowerShell ``ConvertTo-SecureString 'X'`` (``-String "X"``);
+- ``net user NAME X`` (``/add``);
+- a JVM system property named for a secret: ``-Djavax.net.ssl.keyStorePassword=X``;
+- a here-string or the first line of a heredoc fed to a command that reads a password
+  (``--password-stdin <<< 'X'``, ``mysql -p <<EOF`` / ``X``, ``-pass stdin``);
+- ``user NAME X`` in an ftp script (a text that names ftp or opens a host);
+- a licence key: ``LicenseKey X`` (GeoIP.conf), ``<LicenseKey>X</LicenseKey>``;
+- a PHP constant named for a secret: ``define('AUTH_SALT', 'X')``;
+- passwords that tools generate and print: "A temporary password is generated for
+  root@localhost: X", "PASSWORD elastic = X", "New value: X" after a password reset,
+  and the value on its own line after a line that announces a password, secret or
+  token and ends in a colon (Jenkins' "use the following password …:").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from vaultmem.agent.credential_phrases import placeholder
+from vaultmem.agent.secret_shapes import generated, lazy_regex, looks_random
+
+__all__ = ["syntax_spans"]
+
+Span = tuple[int, int]
+
+_VALUE = r"""(?:(?P<q>['"])(?P<qv>[^'"\n]{1,200})(?P=q)|(?P<v>[^\s'"`;&|<>]{1,200}))"""
+
+_SECURE_STRING = lazy_regex(
+    r"(?i)ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?" + _VALUE,
+)
+_NET_USER = lazy_regex(r"(?im)\bnet[ \t]+user[ \t]+(?:\"[^\"\n]+\"|\S+)[ \t]+" + _VALUE)
+_JAVA_PROPERTY = lazy_regex(
+    r"-D[\w.-]*?(?:[Pp]ass(?:word|wd|phrase)?|PASS(?:WORD)?|[Ss]ecret|SECRET|[Tt]oken|TOKEN"
+    r"|[Ll]icen[cs]eKey)[\w.-]*=" + _VALUE,
+)
+# a command that reads a password from its standard input
+_READS_PASSWORD = (
+    r"(?:--password-stdin|-pass(?:in|out)?[ \t]+(?:stdin|\S+)|\bpasswd\b|\bchpasswd\b"
+    r"|\bsudo[ \t]+(?:-\w+[ \t]+)*-S\b|\b(?:mysql|mysqldump|mariadb)\b[^\n]*[ \t]-p(?=[ \t]|$)"
+    r"|\bftp\b|\bsftp\b|\blogin\b)"
+)
+_HERE_STRING = lazy_regex(r"(?im)^[^\n]*" + _READS_PASSWORD + r"[^\n]*?<<<[ \t]*" + _VALUE)
+_HEREDOC = lazy_regex(
+    r"(?im)^[^\n]*" + _READS_PASSWORD + r"[^\n]*?<<-?[ \t]*['\"]?(?P<end>\w+)['\"]?[^\n]*\n"
+    r"[ \t]*(?P<first>[^\s]{4,200})[ \t]*$",
+)
+_FTP_USER = lazy_regex(r"(?m)^[ \t]*user[ \t]+\S+[ \t]+(?P<v>\S{4,200})[ \t]*$")
+_LICENSE_KEY = lazy_regex(
+    r"(?m)(?:^[ \t]*[Ll]icen[cs]e_?[Kk]ey[ \t]+(?P<v>[A-Za-z0-9_+/=-]{12,200})[ \t]*$"
+    r"|<(?P<tag>[Ll]icen[cs]e_?[Kk]ey)>[ \t]*(?P<xv>[^<\s]{12,200})[ \t]*</(?P=tag)>)"
+)
+_PHP_DEFINE = lazy_regex(
+    r"""\bdefine\([ \t]*(['"])\w*(?:KEY|SALT|SECRET|PASS(?:WORD|WD)?|TOKEN|NONCE)\1[ \t]*,"""
+    r"""[ \t]*(?P<q>['"])(?P<qv>[^\s'"]{8,200})(?P=q)"""
+)
+_GENERATED_FOR = lazy_regex(
+    r"(?i)\b(?:temporary|generated|initial|random|one-time|default)\b[^\n:]{0,60}?"
+    r"\bpassword\b[^\n:]{0,60}:[ \t]*(?P<v>\S{6,200})"
+)
+_PASSWORD_LINE = lazy_regex(r"(?m)^PASSWORD[ \t]+[\w.-]+[ \t]*=[ \t]*(?P<v>\S{6,200})[ \t]*$")
+_NEW_VALUE = lazy_regex(r"(?im)^[ \t]*new (?:value|password)[ \t]*:[ \t]*(?P<v>\S{6,200})")
+_ANNOUNCED = lazy_regex(
+    r"(?im)^[^\n]*\b(?:password|passphrase|secret|token|api[ _-]?key|key)\b[^\n]*:[ \t]*\n"
+    r"(?:[ \t]*(?:```\w*)?[ \t]*\n){0,2}[ \t]*(?P<v>[^\s`]{8,200})[ \t]*\n?(?:[ \t]*```)?"
+    r"[ \t]*(?:\n|$)"
+)
+
+
+def syntax_spans(text: str) -> Iterator[Span]:
+    """The spans of the secrets in the forms above."""
+    lower = text.lower()
+    if "convertto-securestring" in lower:
+        yield from _values(_SECURE_STRING(), text)
+    if "net user" in lower:
+        yield from _values(_NET_USER(), text, skip=("*",))
+    if "-d" in lower and "=" in text:
+        yield from _values(_JAVA_PROPERTY(), text)
+    if "<<<" in text:
+        yield from _values(_HERE_STRING(), text)
+    if "<<" in text:
+        for m in _HEREDOC().finditer(text):
+            first = m["first"]
+            if first != m["end"] and not placeholder(first) and not first.startswith("-"):
+                yield m.span("first")
+    if "user" in lower and ("ftp" in lower or re.search(r"(?m)^[ \t]*open[ \t]+\S", text)):
+        for m in _FTP_USER().finditer(text):
+            if not placeholder(m["v"]):
+                yield m.span("v")
+    if "define(" in lower:
+        for m in _PHP_DEFINE().finditer(text):
+            if not placeholder(m["qv"]):
+                yield m.span("qv")
+    if "icense" in lower:
+        for m in _LICENSE_KEY().finditer(text):
+            group = "v" if m["v"] else "xv"
+            if looks_random(m[group]):
+                yield m.span(group)
+    if "password" in lower:
+        for rule in (_GENERATED_FOR(), _PASSWORD_LINE(), _NEW_VALUE()):
+            for m in rule.finditer(text):
+                value = m["v"].rstrip(".,;)")
+                if not placeholder(value) and (looks_random(value) or len(value) >= 12):
+                    yield m.start("v"), m.start("v") + len(value)
+    if ":" in text and "\n" in text:
+        for m in _ANNOUNCED().finditer(text):
+            value = m["v"]
+            if generated(value, hex_ok=True) and not placeholder(value):
+                yield m.span("v")
+
+
+def _values(rule: re.Pattern[str], text: str, skip: tuple[str, ...] = ()) -> Iterator[Span]:
+    for m in rule.finditer(text):
+        group = "qv" if m["qv"] is not None else "v"
+        value = m[group]
+        if value and value not in skip and not placeholder(value) and not value.startswith("/"):
+            yield m.span(group)
