@@ -2,7 +2,7 @@
 
     python benchmarks/bench_redaction.py [--heldback PATH] [--json] [--quiet]
 
-The corpus comes in four parts, scored apart:
+The corpus comes in five parts, scored apart:
 
 - **tuned** (``benchmarks/data/redaction_corpus.jsonl``, written by
   ``benchmarks/data/make_redaction_corpus.py``): the cases the redactor was tuned on;
@@ -13,6 +13,9 @@ The corpus comes in four parts, scored apart:
 - **round-2** (``benchmarks/data/redaction_round2.jsonl``, written by
   ``benchmarks/data/round2/make_redaction_heldback2.py``): the held-back set of round
   2, written apart and scored once at its end, seen since in the same way;
+- **round-3** (``benchmarks/data/redaction_round3.jsonl``, written by
+  ``benchmarks/data/round3/make_redaction_heldback3.py``): round 3's held-back set, the
+  same again;
 - **held-back** (``benchmarks/data/redaction_heldback.jsonl``, or ``--heldback PATH``):
   a new set written apart, which nobody tuning the redactor reads, scored only once it
   is final. Absent (it is not in the repository until then): not reported.
@@ -48,7 +51,7 @@ end-to-end part).
    end: the example-vault sessions, through the same runs, must produce no
    ``[REDACTED]`` anywhere.
 
-Exit status 1 when a target is missed: a leak in the tuned, round-1 or round-2 part, more
+Exit status 1 when a target is missed: a leak in the tuned or a seen round's part, more
 than one in the held-back part, or more than 2% of any part's ordinary texts (and
 example-vault's notes) changed.
 """
@@ -72,13 +75,14 @@ sys.path.insert(0, str(REPO))
 CORPUS = REPO / "benchmarks" / "data" / "redaction_corpus.jsonl"
 ROUND1 = REPO / "benchmarks" / "data" / "redaction_round1.jsonl"
 ROUND2 = REPO / "benchmarks" / "data" / "redaction_round2.jsonl"
+ROUND3 = REPO / "benchmarks" / "data" / "redaction_round3.jsonl"
 HELDBACK = REPO / "benchmarks" / "data" / "redaction_heldback.jsonl"
 EXAMPLE_VAULT = REPO / "example-vault"
 WINDOW = 10
 REDACTED = "[REDACTED]"
-# Targets (issue 28): leaks in each part (the seen round-1 and round-2 parts are held
+# Targets (issue 28): leaks in each part (the seen rounds' parts are held
 # to the tuned part's), share of ordinary texts changed.
-MAX_LEAKS = {"tuned": 0, "round-1": 0, "round-2": 0, "held-back": 1}
+MAX_LEAKS = {"tuned": 0, "round-1": 0, "round-2": 0, "round-3": 0, "held-back": 1}
 MAX_FALSE_SHARE = 0.02
 LABELS = ("lang", "shape", "where")
 
@@ -494,6 +498,7 @@ def main() -> int:
         "tuned": load_corpus(CORPUS),
         "round-1": load_corpus(ROUND1),
         "round-2": load_corpus(ROUND2),
+        "round-3": load_corpus(ROUND3),
     }
     if heldback is not None:
         parts["held-back"] = load_corpus(heldback)
