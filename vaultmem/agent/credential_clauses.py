@@ -49,7 +49,10 @@ _SENTENCE_END = lazy_regex(r"[.!?。！？](?=[)\]»”]*(?:\s|$))|\n")
 _QUOTED = lazy_regex(
     r"""(['"‘’“”«»「『])[ \t]?([^'"‘’“”«»「」『』\n]{6,80}?)[ \t]?['"‘’“”«»」』]"""
 )
-_TOKEN = lazy_regex(r"[^\s'\"‘’“”«»「」『』()\[\]{},;]+")
+# (a script written without spaces ends a token: パスはGJ%Cu3iCH%i2cなので)
+_TOKEN = lazy_regex(
+    r"[^\s'\"‘’“”«»「」『』()\[\]{},;、。，\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+"
+)
 _SYMBOL = frozenset("!#$%^&*@+=?~")
 _TRAILING = ".,;:!?)]}»”」"
 _BARRIER = frozenset(
@@ -62,7 +65,8 @@ _REACH = 220
 _PASSPHRASE = lazy_regex(
     r"(?i)\b(?:pass[ -]?phrase|passphrase|passwort-?satz|mantra|frase de contraseña"
     r"|frase secreta|frase[- ]senha|phrase secrète|phrase de passe|парольная фраза"
-    r"|frasa sandi)\b"
+    r"|frasa sandi|кодов(?:ая|ую|ой) фраз[аыуе]|кодовое слово|парольну фразу|frase de paso"
+    r"|wachtzin|lösenfras(?:en)?|hasło-fraza|fraza hasła|salalause)\b"
 )
 _PASSPHRASE_LINK = lazy_regex(
     r"(?i)[^\n:：=—]{0,80}?(?:[:：=—]|\b(?:is|ist|lautet|est|es|é|är|er|jest|это)\b)[ \t]*"

@@ -96,13 +96,19 @@ _PLACEHOLDER = re.compile(
     # what a template or an example puts where the secret goes
     # the documented example keys of AWS (AKIAIOSFODNN7EXAMPLE, …/bPxRfiCYEXAMPLEKEY)
     r"|\S*EXAMPLE(?:KEY)?$"
+    # a vendor's prefix before a mask: ghp_xxxxxxxx, sk-XXXXXXXX, xoxb-xxxx-xxxx
+    r"|[A-Za-z0-9]{1,12}[_-](?:[xX*]{4,}[_.-]?)+$"
     r"|(?i:(?:your|my|some)[-_ ]\S*|\S*[-_ ](?:here|goes[-_ ]here)|(?:change|replace)[-_ ]?me"
     r"|placeholder"
     r"|dummy\S*|example\S*|sample\S*|todo|tbd|n/?a)$"
 )
 _DOTTED_REF = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
-_CALL_REF = re.compile(r"[A-Za-z_][\w.]*[ \t]*[(\[]")
-_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$|[A-Za-z]:\\")
+_CALL_REF = re.compile(
+    r"[A-Za-z_][\w.]*(?:::[A-Za-z_][\w.]*)*[ \t]*[(\[]|[A-Z][a-z]+-[A-Z][A-Za-z]+(?:[ \t]|$)"
+)
+_PATH = re.compile(
+    r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$|[A-Za-z]:\\|[\w.-]+/[\w.-]+(?:/[\w.-]*)*$"
+)
 _URL = re.compile(r"https?://[^\s:@]+$")
 _SPACE = re.compile(r"[ \t\u00a0\u202f]*")
 # A filler further off (:func:`_far_link`): its words, brackets and clause ends.
@@ -245,6 +251,8 @@ def _value_before(text: str, hit: Hit, kinds: list[str]) -> Span | None:
     """The value in "hunter2x is my password", "use X as the password": the token before
     a link (or "as") and at most two words before the credential word."""
     langs = hit.langs
+    if text[hit.start - 1 : hit.start] in ("-", "_"):
+        return None  # your-api-key-here, OPENAI_API_KEY: part of a name
     after = text[hit.end : hit.end + 40].split()
     if after and after[0].lower().strip(_TRAILING) in heads():
         return None  # "bcrypt is the password hash"
@@ -322,7 +330,8 @@ def _link(text: str, at: int, stop: int, langs: tuple[Language, ...]) -> int | N
         end = pos + len(link)
         after = text[end : end + 1]
         word_link = link[-1].isalnum()
-        glued = after.isalnum() or after == "_" or pos == at and text[at - 1 : at].isalnum()
+        glued = after.isalnum() or after == "_"
+        glued = glued or pos == at and text[at - 1 : at].isalnum() and link[0].isalnum()
         if word_link and glued and not any(lang.attached for lang in langs):
             continue
         if word_link:  # "lautet: X", "est : X"
@@ -380,13 +389,15 @@ def _judge(value: str, kind: str, quoted: bool, linked: bool, langs: tuple[Langu
     if len(value) < 2 or placeholder(value) or value[0] in "<{$%":
         return False
     if not linked:
-        if kind == "pin" and re.fullmatch(r"\d{4,8}", value):
-            return True
+        if kind in ("pin", "password") and re.fullmatch(r"\d{4,8}", value):
+            return True  # "PIN 4821", "支付密码 729257"
+        if kind == "password" and not any(lang.latin for lang in langs) and _typed(value):
+            return True  # "الباسورد Basalt_Lotus80": a value typed in ASCII after the word
         return (quoted or len(value) >= 6) and _generated_word(value)
     if quoted:
         return True
-    if _reference(value) or value.lower() in _TYPES:
-        return False
+    if _reference(value) or value.lower() in _TYPES or value.lower() in heads():
+        return False  # a reference, a type, "the password's length is 12"
     digits = value.isdigit()
     if kind == "pin":
         return (digits and 4 <= len(value) <= 12) or (not digits and looks_random(value))
@@ -397,6 +408,16 @@ def _judge(value: str, kind: str, quoted: bool, linked: bool, langs: tuple[Langu
     if value.isalpha():
         return not _prose_word(value, langs)
     return True
+
+
+def _typed(value: str) -> bool:
+    """A value typed in ASCII that holds letters and digits, and is no reference, path,
+    URL or version."""
+    if len(value) < 6 or not value.isascii() or _reference(value) or placeholder(value):
+        return False
+    return bool(re.search(r"[A-Za-z]", value) and re.search(r"\d", value)) and not re.fullmatch(
+        r"v?\d[\d.x]*", value
+    )
 
 
 def _generated_word(value: str) -> bool:
@@ -481,7 +502,7 @@ def guard_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
         if before and before[-1].lower() in _NOT_CREDENTIAL:
             continue  # a public key, a cache key
         yield from _after(text, hit.end, strong)
-        if strong:
+        if strong and text[hit.start - 1 : hit.start] not in ("-", "_"):
             yield from _before(text, hit)
             yield from _sentence_before(text, hit)
 

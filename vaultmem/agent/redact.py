@@ -27,6 +27,8 @@ Every match becomes ``[REDACTED]``. The rules:
   CLI password flags, quoted or chained (``--password X``, ``mysql -pX``, ``sshpass -p
   'X'``, ``curl -u user:X``, ``redis-cli -a X``, ``echo X | docker login
   --password-stdin``…); ``Authorization:`` and ``Cookie:`` values;
+- **a password's shape** (:mod:`vaultmem.agent.password_shape`): a word that mixes
+  cases, digits and a symbol (``Tundra#Raven62``) wherever it stands;
 - **command output** (:mod:`vaultmem.agent.secret_output`): the lines a command that
   prints secrets printed (``… | base64 -d``, ``vault kv get``, ``cat .env``…).
 
@@ -52,6 +54,7 @@ from vaultmem.agent.credential_phrases import (
     is_secret_value as _is_secret,
 )
 from vaultmem.agent.credential_words import is_function_word, owned
+from vaultmem.agent.password_shape import shape_spans
 from vaultmem.agent.secret_names import name_words, secret_name
 from vaultmem.agent.secret_output import output_spans
 from vaultmem.agent.secret_shapes import generated, lazy_regex, looks_random, token_spans
@@ -79,6 +82,11 @@ _KEY_BLOCK = lazy_regex(
 _URL_CREDENTIALS = lazy_regex(
     r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"<>]{0,256}:"
     r"(?P<v5>[^\s'\"<>]{1,256})@[A-Za-z0-9._~%-]+(?=[:/?#\s'\"<>)\]]|$)"
+)
+
+# scheme://key@host: a key as the whole user part (a Sentry DSN)
+_URL_KEY = lazy_regex(
+    r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://(?P<key>[A-Za-z0-9_-]{16,256})@[A-Za-z0-9]"
 )
 
 # A value: quoted (the quotes stay), or a run of characters that are not delimiters.
@@ -211,7 +219,6 @@ _COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"'
 _COOKIE_PAIR = re.compile(r"[^=;\s]+=(?P<v5>[^;\s]+)")
 # "I changed the admin password to X"
 _EXAMPLE_KEY = re.compile(r"EXAMPLE(?:KEY)?$")
-_SAID_EXAMPLE = re.compile(r"(?i)\b(?:examples?|docs|documentation|documented|samples?)\b")
 _PHRASE_CHANGED = lazy_regex(
     r"(?i)\b(?:changed|set|reset|rotated|updated)[ \t]+(?:the[ \t]+|my[ \t]+|our[ \t]+|its[ \t]+)?"
     r"(?:[\w-]+[ \t]+)?(?:pass(?:word|wd|phrase)|pw|token|secret|api[ \t]key)[ \t]+to[ \t]+"
@@ -231,8 +238,8 @@ def redact(text: str) -> str:
     if len(text) < 6:
         return text
     found = [s for s in _spans(text) if s[1] > s[0]]
-    if "EXAMPLE" in text and _SAID_EXAMPLE.search(text):
-        # the documented example keys (AKIAIOSFODNN7EXAMPLE) stay where the text says so
+    if "EXAMPLE" in text:
+        # AWS documents AKIAIOSFODNN7EXAMPLE and …/bPxRfiCYEXAMPLEKEY as examples: public
         found = [s for s in found if not _EXAMPLE_KEY.search(text, s[0], s[1])]
     if "${" in text:
         found = _outside_expansions(text, found)
@@ -281,6 +288,7 @@ def _spans(text: str) -> Iterator[Span]:
     yield from syntax_spans(text)
     yield from clause_spans(text)
     yield from passphrase_spans(text)
+    yield from shape_spans(text)
 
 
 def _outside_expansions(text: str, spans: list[Span]) -> list[Span]:
@@ -330,6 +338,9 @@ def _url_credentials(text: str) -> Iterator[Span]:
             and not placeholder(value)  # :$DB_PASSWORD@, :****@
         ):
             yield m.span("v5")
+    for m in _URL_KEY().finditer(text):
+        if generated(m.group("key"), hex_ok=True):
+            yield m.span("key")
 
 
 # --------------------------------------------------------------------------- key = value
@@ -356,7 +367,9 @@ def _keyword_values(text: str) -> Iterator[Span]:
         if kind is None:
             continue
         span, quoted = _value(m)
-        if not quoted and re.match(r"[A-Za-z_][\w.]*[ \t]*[(\[]", text[span[0] : span[0] + 80]):
+        if not quoted and re.match(
+            r"[A-Za-z_][\w.]*(?:::[A-Za-z_][\w.]*)*[ \t]*[(\[]", text[span[0] : span[0] + 80]
+        ):
             yield from _call_literals(text, span[0])  # os.environ.get("X", "devpass1")
             continue
         if words[-1] == "key" and re.fullmatch(_DOTTED_NAME, text[span[0] : span[1]]):
@@ -425,6 +438,8 @@ def _named_values(text: str) -> Iterator[Span]:
     named = any(w in low for w in ("pass", "secret", "token", "key"))
     for m in _QUOTED_KEY().finditer(text) if named and ("'" in text or '"' in text) else ():
         words = name_words(m.group("name"))
+        if text[m.end() : m.end() + 40].lstrip()[:1] == ":":
+            continue  # {"error": "invalid_token", "error_description": …}: the next key
         if words and secret_name(words, "=") and _is_secret(text, m.span("v2"), True):
             yield m.span("v2")
     if "<" in text or "value=" in text:

@@ -61,7 +61,8 @@ _NEEDLE_WORDS = (
     "pgpass", "credentials", ".npmrc", ".pypirc", "htpasswd", "kubeconfig", "tfvars", ":~#",
     ":~$", "❯", "vault kv", "vault read", "ssm get", "gcloud ", "op read", "pass show",
     "find-generic", "find-internet", "bw get", "gh auth", "get-login-password", "create token",
-    "openssl rand", "secrets.token", "sops ", "echo $", 'echo "$', "echo %", "$ ", "PS ",
+    "openssl rand", "secrets.token", "wg gen", "kubeadm token", "sops ", "echo $", 'echo "$',
+    "echo %", "$ ", "PS ",
 )  # fmt: skip
 _COMMAND_QUOTED = lazy_regex(r"`(?P<command>" + _HEADS + r"[^`\n]*)`")
 # A prompt that starts the next command (so ends an output): never a bare "#" or ">",
@@ -106,6 +107,8 @@ _VALUE = lazy_regex(
             r"\bkubectl[ \t]+create[ \t]+token\b",
             r"\bopenssl[ \t]+rand[ \t]+-(?:hex|base64)\b",
             r"\bpwgen\b",
+            r"\bwg[ \t]+gen(?:key|psk)\b",
+            r"\bkubeadm[ \t]+token[ \t]+(?:create|generate)\b",
             r"secrets\.token_(?:hex|urlsafe|bytes)",
             r"/dev/u?random\b.*\|[ \t]*(?:base64|xxd|od|tr|head)",
         )
@@ -146,6 +149,7 @@ _SECRET_FILE = lazy_regex(
     r"|[\w.-]*\.tfvars|wp-config\.php|\.vault-token|\.boto|\.s3cfg|\.my\.cnf)$"
     r"|(?:^|/)secrets/[\w.-]+$"
 )
+_GO_TYPE = lazy_regex(r"[ \t]*type[ \t]+\w+[ \t]+(?:struct|interface|func|map|\[|=|\*|\w+[ \t]*$)")
 # Fields that name no secret (a value printed from them is public).
 _PUBLIC_FIELDS = frozenset(
     """username user login name namespace host hostname port database db email region url
@@ -232,6 +236,8 @@ def _kind(command: str) -> str | None:
     if _DUMP().search(command):
         return "dump"
     read = _READ_FILE().search(command)
+    if read is not None and _GO_TYPE().match(command):
+        return None  # Go's "type Credentials struct {", not Windows' type command
     if read is not None and _SECRET_FILE().search(read.group("file")):
         return "dump"
     return None

@@ -323,6 +323,14 @@ def token_spans(text: str) -> Iterator[Span]:
     yield from search_pattern_spans(text)
 
 
+def masked(token: str) -> bool:
+    """Whether ``token`` is a mask in a token's shape (``ghp_xxxxxxxx…``, ``sk-XXXX-XXXX``):
+    past a prefix of up to twelve characters, at most three distinct characters."""
+    cut = max(token.rfind("_", 0, 13), token.rfind("-", 0, 13)) + 1
+    body = token[cut:]
+    return len(body) >= 8 and len(set(body.lower()) - set("_-.")) <= 2
+
+
 def _detector_spans(text: str) -> Iterator[Span]:
     windows = list(_windows(text))
     low = text.lower()
@@ -331,7 +339,9 @@ def _detector_spans(text: str) -> Iterator[Span]:
             continue
         for start, end in windows:
             for m in pattern().finditer(text, start, end):
-                yield widen(text, _secret_part(m))
+                span = widen(text, _secret_part(m))
+                if not masked(text[span[0] : span[1]]):
+                    yield span
 
 
 def _family_spans(text: str) -> Iterator[Span]:
@@ -343,7 +353,8 @@ def _family_spans(text: str) -> Iterator[Span]:
             glued = at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")
             for family, allowed in () if glued else by_start.get(text[at : at + 2], ()):
                 stop = _family_token(text, at, end, family, allowed)
-                if stop > 0 and looks_random(text[at + len(family.prefix) : stop]):
+                body = text[at + len(family.prefix) : stop]
+                if stop > 0 and looks_random(body) and not masked(body):
                     yield widen(text, (at, stop))
             at = _next_start(text, at, end)
     for pattern, literal in _other_patterns():

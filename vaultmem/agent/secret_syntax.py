@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 
 from vaultmem.agent.credential_phrases import placeholder
+from vaultmem.agent.secret_names import name_words, secret_name
 from vaultmem.agent.secret_shapes import generated, lazy_regex, looks_random
 
 __all__ = ["syntax_spans"]
@@ -67,8 +68,16 @@ _PASSWORD_LINE = lazy_regex(r"(?m)^PASSWORD[ \t]+[\w.-]+[ \t]*=[ \t]*(?P<v>\S{6,
 _NEW_VALUE = lazy_regex(r"(?im)^[ \t]*new (?:value|password)[ \t]*:[ \t]*(?P<v>\S{6,200})")
 _ANNOUNCED = lazy_regex(
     r"(?im)^[^\n]*\b(?:password|passphrase|secret|token|api[ _-]?key|key)\b[^\n]*:[ \t]*\n"
-    r"(?:[ \t]*(?:```\w*)?[ \t]*\n){0,2}[ \t]*(?P<v>[^\s`]{8,200})[ \t]*\n?(?:[ \t]*```)?"
+    r"(?:[ \t]*(?:```\w*)?[ \t]*\n){0,2}[ \t]*(?:[\w.-]+[ \t]+\|[ \t]*)?"  # a log's "app-1  | "
+    r"(?P<v>[^\s`]{8,200})[ \t]*\n?(?:[ \t]*```)?"
     r"[ \t]*(?:\n|$)"
+)
+
+
+# a secret-named field and its value in a table: "client_secret<TAB>X", "| api_key | X |"
+_TABLE_ROW = lazy_regex(
+    r"(?m)^[ \t|]*(?P<name>[A-Za-z_][\w.-]{1,60})(?:\t+|[ \t]*\|[ \t]*)"
+    r"(?P<v>[^\s|`]{8,200})[ \t|]*$"
 )
 
 
@@ -107,6 +116,11 @@ def syntax_spans(text: str) -> Iterator[Span]:
                 value = m["v"].rstrip(".,;)")
                 if not placeholder(value) and (looks_random(value) or len(value) >= 12):
                     yield m.start("v"), m.start("v") + len(value)
+    if "\t" in text or "|" in text:
+        for m in _TABLE_ROW().finditer(text):
+            words = name_words(m["name"])
+            if words and secret_name(words, "=") and generated(m["v"], hex_ok=True):
+                yield m.span("v")
     if ":" in text and "\n" in text:
         for m in _ANNOUNCED().finditer(text):
             value = m["v"]
