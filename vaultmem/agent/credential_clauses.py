@@ -59,6 +59,10 @@ _BARRIER = frozenset(
     """id ids uuid hash sha commit version v host hostname user username login port ticket
     issue pr build run job pod image release like e.g. eg such example z.b. wie comme""".split()  # noqa: SIM905
 )
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_WORDS_AND_DIGITS = re.compile(
+    r"[a-zäöüß]{3,}\d{2,}[-_.][a-zäöüß]{3,}\d+|[a-zäöüß]{3,}\d+[-_.][a-zäöüß]{3,}\d{2,}"
+)
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _REACH = 220
 
@@ -142,7 +146,7 @@ def _after_barrier(text: str, at: int) -> bool:
 
 
 def _quoted_password(value: str) -> bool:
-    if len(value) < 6 or " " in value or placeholder(value):
+    if len(value) < 6 or " " in value or placeholder(value) or _UUID.fullmatch(value):
         return False
     if not (any(c.isalpha() for c in value) and any(c.isdigit() for c in value)):
         return False
@@ -155,6 +159,10 @@ def _quoted_password(value: str) -> bool:
 def _password(value: str) -> bool:
     if len(value) < 8 or len(value) > 64 or placeholder(value) or _reference(value):
         return False
+    if _UUID.fullmatch(value):
+        return False  # a correlation id
+    if _WORDS_AND_DIGITS.fullmatch(value):
+        return True  # schnee2845-gecko1: words and digits joined, as people make them
     letters = sum(c.isalpha() for c in value)
     digits = sum(c.isdigit() for c in value)
     if not letters or not digits:

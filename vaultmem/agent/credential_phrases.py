@@ -97,10 +97,20 @@ _PLACEHOLDER = re.compile(
     # the documented example keys of AWS (AKIAIOSFODNN7EXAMPLE, …/bPxRfiCYEXAMPLEKEY)
     r"|\S*EXAMPLE(?:KEY)?$"
     # a vendor's prefix before a mask: ghp_xxxxxxxx, sk-XXXXXXXX, xoxb-xxxx-xxxx
-    r"|[A-Za-z0-9]{1,12}[_-](?:[xX*]{4,}[_.-]?)+$"
+    r"|[A-Za-z0-9]{1,12}[_-](?:[xX*]{4,}[_.-]?)+$|[A-Za-z0-9_-]{1,16}[_-](?:\.{3}|…)$"
+    # a mask that keeps a few characters: ****************51DCE5 (created …)
+    r"|(?:\*{4,}|•{4,})[A-Za-z0-9]{0,8}(?:[ \t].*)?$"
+    # an Azure App Service reference to Key Vault
+    r"|@Microsoft\.KeyVault\(.*"
     r"|(?i:(?:your|my|some)[-_ ]\S*|\S*[-_ ](?:here|goes[-_ ]here)|(?:change|replace)[-_ ]?me"
     r"|placeholder"
     r"|dummy\S*|example\S*|sample\S*|todo|tbd|n/?a)$"
+)
+# a safe's combination (51-22-35), a recovery code (R4AN-N78S-3BOK, 0W02-C8HK-1M6I)
+_COMBINATION = re.compile(r"\d{1,3}(?:-\d{1,3}){2,3}|[A-Za-z0-9]{4,5}(?:-[A-Za-z0-9]{4,5}){1,3}")
+# a name that holds a credential word: db-password, api_token (a secret's name, not its value)
+_SECRET_NAME = re.compile(
+    r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|secret|token|key|credentials?)(?:[-_][a-z0-9]+)*|(?:password|secret|token)[-_][a-z0-9-_]+"
 )
 _DOTTED_REF = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _CALL_REF = re.compile(
@@ -138,6 +148,9 @@ def phrase_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
         before, after = text[hit.start - 1 : hit.start], text[hit.end : hit.end + 2]
         if before in (":", ".", "$", "{") or before == "/" and re.match(r"/|:\S", after):
             continue  # part of a name or a path: arn:…:secret:…, ${TOKEN}, a.token, /secret/x
+        word = text[text.rfind(" ", 0, hit.start) + 1 : hit.start]
+        if "=" in word and (before in ("-", "_") or word.startswith("-")):
+            continue  # --secret=db-password, --secret=api-token: a name given to a flag
         if kinds:
             span = _phrase_value(text, hit, kinds)
             if span is not None:
@@ -386,8 +399,8 @@ def _value(
 
 def _judge(value: str, kind: str, quoted: bool, linked: bool, langs: tuple[Language, ...]) -> bool:
     """Whether ``value`` after a credential word of ``kind`` is a secret."""
-    if len(value) < 2 or placeholder(value) or value[0] in "<{$%":
-        return False
+    if len(value) < 2 or placeholder(value) or value[0] in "<{$%-" or "//" in value:
+        return False  # a reference, a flag (--project=…), a URL ('https://tom@github.com')
     if not linked:
         if kind in ("pin", "password") and re.fullmatch(r"\d{4,8}", value):
             return True  # "PIN 4821", "支付密码 729257"
@@ -400,6 +413,8 @@ def _judge(value: str, kind: str, quoted: bool, linked: bool, langs: tuple[Langu
         return False  # a reference, a type, "the password's length is 12"
     digits = value.isdigit()
     if kind == "pin":
+        if _COMBINATION.fullmatch(value):
+            return True  # 51-22-35, R4AN-N78S-3BOK
         return (digits and 4 <= len(value) <= 12) or (not digits and looks_random(value))
     if kind != "password":
         return not digits and len(value) >= 8 and looks_random(value)
@@ -465,6 +480,8 @@ def is_secret_value(
     bare = value.strip() if quoted else value.strip().rstrip(_TRAILING + "!?")
     if len(bare) < 2 or placeholder(bare):
         return False
+    if _SECRET_NAME.fullmatch(bare):
+        return False  # --secret=db-password: the secret's name
     if quoted:
         return True
     if _CALL_REF.match(text, span[0]) or _reference(bare) or public_value(bare):
@@ -501,6 +518,8 @@ def guard_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
         before = text[max(0, hit.start - 30) : hit.start].split()
         if before and before[-1].lower() in _NOT_CREDENTIAL:
             continue  # a public key, a cache key
+        if before and "://" in before[-1]:
+            continue  # a part of a URL: …/acme/auth-service/commit/…
         yield from _after(text, hit.end, strong)
         if strong and text[hit.start - 1 : hit.start] not in ("-", "_"):
             yield from _before(text, hit)

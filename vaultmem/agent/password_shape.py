@@ -42,7 +42,7 @@ _NOT_A_PASSWORD = re.compile(
     r"|^[=_#@]|:.*:.*:"  # a word that starts as a name's part; fields between colons
 )
 # A format directive (%s, %-5d, %.2f), a colour (#FF0000)
-_DIRECTIVE = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?[sdfrxXi](?![A-Za-z0-9])|#[0-9A-Fa-f]{6}\b")
+_DIRECTIVE = re.compile(r"%[-+ #0]*\d*(?:\.\d*)?[sdfrxXi](?![A-Za-z0-9])|#[0-9A-Fa-f]{6}\b")
 # Words with one kind of symbol that are names: api.v1#Message, Main$1.run, 22.04~1 (a '.'
 # and one symbol), RFC6749#Token, Class#method (a '#' before a name), Integer*-1, .*Ultra-5,
 # numpy._64Bit* (a '*' at an edge or in a formula), Super-Duper-XL500! (a '!' that ends
@@ -91,6 +91,6 @@ def _shaped(word: str) -> bool:
     if len(kinds) == 1:
         (kind,) = kinds
         rule = _ONE_SYMBOL.get(kind)
-        if "." in word or (rule is not None and rule.search(word)):
+        if ("." in word and kind in "#$~!*") or (rule is not None and rule.search(word)):
             return False
     return sum(c.isalnum() for c in word) >= 6

@@ -151,6 +151,7 @@ _PGPASS = lazy_regex(
     r":(?P<v5>[^\s:]+)(?=\s|$)"
 )
 _PGPASS_PORT = re.compile(r":(?:\d{1,5}|\*):")
+_HEX_PAIRS = re.compile(r"(?:[0-9A-Fa-f]{2}:){4,}[0-9A-Fa-f]{2}")
 # "creds: admin / X", "login admin, pass X"
 _USER_PASS = lazy_regex(
     r"(?i)\b(?:creds?|credentials|login|zugangsdaten|anmeldedaten|identifiants|credenciales"
@@ -182,6 +183,7 @@ _COMMAND_FLAG_TABLE = (
     ("htpasswd", r"-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-\w+)*[ \t]+\S+[ \t]+\S+[ \t]+"),
     ("rabbitmqctl", r"(?:add_user|change_password)[ \t]+\S+[ \t]+"),
     ("wandb+login", r"(?:--?[\w-]+[ \t]+)*"),
+    ("ngrok", r"(?:config[ \t]+add-authtoken|authtoken)[ \t]+"),
     ("curl", r"(?:-u|-U|--user|--proxy-user)(?:[ \t]*=[ \t]*|[ \t]*)['\"]?[^\s:'\"]*:"),
     ("http https xh", r"(?:-a|--auth)(?:[ \t]*=[ \t]*|[ \t]+)['\"]?[^\s:'\"]*:"),
     ("wget", r"--(?:http-|proxy-|ftp-)?user[ \t=]+['\"]?[^\s:'\"]*:"),
@@ -212,7 +214,9 @@ _AUTHORIZATION = re.compile(
 )
 # auth=("user", "pw"), HTTPBasicAuth("user", "pw"); Cookie: / Set-Cookie: name=value
 _AUTH_PAIR = re.compile(
-    r"(?i)\b(?:auth|basic_?auth|http(?:basic|digest)auth)[ \t]*=?[ \t]*\([ \t]*"
+    r"(?i)\b(?:auth|basic_?auth|http(?:basic|digest)auth|networkcredential|passwordauthentication"
+    r"|usernamepassword(?:credentials|authenticationtoken)|basicawscredentials)"
+    r"[ \t]*=?[ \t]*\([ \t]*"
     r"([\"'])[^\"'\n]*\1[ \t]*,[ \t]*([\"'])(?P<v2>[^\"'\n]+)\2"
 )
 _COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"'`]{1,4000})")
@@ -360,6 +364,8 @@ def _keyword_values(text: str) -> Iterator[Span]:
                 continue  # "the SHA-256 of each API key: …"
             words.insert(0, before.group(1).lower())  # "API key: …", "the token: …"
         kind = secret_name(words, m.group("sep").strip(" \t*_")) if words else None
+        if "public" in words:
+            continue  # PublicKey = …, public_key: a public key
         head = lead.start() if lead else m.start()
         line = text.rfind("\n", 0, head) + 1
         if kind is None and name == "pass" and _LINE_HEAD.fullmatch(text, line, head):
@@ -367,6 +373,10 @@ def _keyword_values(text: str) -> Iterator[Span]:
         if kind is None:
             continue
         span, quoted = _value(m)
+        opened = text[head - 1 : head]
+        closing = text[span[0] - 1 : span[0]]
+        if quoted and opened in "\"'" and opened == closing and text[m.start("sep") - 1] != opened:
+            continue  # read -p "Password: " PASS: the key is inside a string, a prompt
         if not quoted and re.match(
             r"[A-Za-z_][\w.]*(?:::[A-Za-z_][\w.]*)*[ \t]*[(\[]", text[span[0] : span[0] + 80]
         ):
@@ -451,6 +461,8 @@ def _named_values(text: str) -> Iterator[Span]:
                 yield span
     if _PGPASS_PORT.search(text):
         for m in _PGPASS().finditer(text):
+            if _HEX_PAIRS.search(text, max(0, m.start() - 12), m.end()):
+                continue  # a fingerprint: 0B:22:8E:…:8A
             if not placeholder(m.group("v5")):
                 yield m.span("v5")
     users = ("cred", "login", "zugang", "anmelde", "identifiant", "inlogg")

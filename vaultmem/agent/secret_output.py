@@ -61,7 +61,8 @@ _NEEDLE_WORDS = (
     "pgpass", "credentials", ".npmrc", ".pypirc", "htpasswd", "kubeconfig", "tfvars", ":~#",
     ":~$", "❯", "vault kv", "vault read", "ssm get", "gcloud ", "op read", "pass show",
     "find-generic", "find-internet", "bw get", "gh auth", "get-login-password", "create token",
-    "openssl rand", "secrets.token", "wg gen", "kubeadm token", "sops ", "echo $", 'echo "$',
+    "openssl rand", "secrets.token", "wg gen", "kubeadm token", "initial-password",
+    "CONFIG GET", "sops ", "echo $", 'echo "$',
     "echo %", "$ ", "PS ",
 )  # fmt: skip
 _COMMAND_QUOTED = lazy_regex(r"`(?P<command>" + _HEADS + r"[^`\n]*)`")
@@ -108,6 +109,9 @@ _VALUE = lazy_regex(
             r"\bopenssl[ \t]+rand[ \t]+-(?:hex|base64)\b",
             r"\bpwgen\b",
             r"\bwg[ \t]+gen(?:key|psk)\b",
+            r"\bargocd[ \t]+admin[ \t]+initial-password\b",
+            r"\bterraform[ \t]+output[ \t]+(?:-raw|-json)[ \t]+\w*(?:password|secret|token|key)\w*",
+            r"\bCONFIG[ \t]+GET[ \t]+(?:requirepass|masterauth)\b",
             r"\bkubeadm[ \t]+token[ \t]+(?:create|generate)\b",
             r"secrets\.token_(?:hex|urlsafe|bytes)",
             r"/dev/u?random\b.*\|[ \t]*(?:base64|xxd|od|tr|head)",
@@ -146,7 +150,7 @@ _SECRET_FILE = lazy_regex(
     r"|\.pgpass|_?\.?netrc|\.git-credentials|credentials(?:\.\w+)?|\.npmrc|\.pypirc|\.dockercfg"
     r"|\.docker[/\\]config\.json|\.htpasswd|[\w.-]*\.(?:pem|key|p12|pfx|jks|keystore)"
     r"|[\w.-]*(?:secret|passw|token|credential)[\w.-]*|kubeconfig|\.kube[/\\]config"
-    r"|[\w.-]*\.tfvars|wp-config\.php|\.vault-token|\.boto|\.s3cfg|\.my\.cnf)$"
+    r"|[\w.-]*\.tfvars|kaggle\.json|node-token|wp-config\.php|\.vault-token|\.boto|\.s3cfg|\.my\.cnf)$"
     r"|(?:^|/)secrets/[\w.-]+$"
 )
 _GO_TYPE = lazy_regex(r"[ \t]*type[ \t]+\w+[ \t]+(?:struct|interface|func|map|\[|=|\*|\w+[ \t]*$)")

@@ -319,7 +319,10 @@ def token_spans(text: str) -> Iterator[Span]:
     if text.strip() and not re.search(r"\s", text.strip()):
         # A URL's path names things (a document, a commit); its query may carry a key.
         start = text.find("?") + 1 if "://" in text else 0
-        yield from _bare_spans(text, start) if start or "://" not in text else ()
+        named_arn = text.lstrip().startswith("arn:")  # an ARN names a resource
+        yield from (
+            _bare_spans(text, start) if (start or "://" not in text) and not named_arn else ()
+        )
     yield from search_pattern_spans(text)
 
 

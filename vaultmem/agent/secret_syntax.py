@@ -74,6 +74,24 @@ _ANNOUNCED = lazy_regex(
 )
 
 
+# SQL: IDENTIFIED BY 'X' (MySQL, Oracle), SET PASSWORD … = 'X'; SQL*Plus user/X@db
+_SQL_PASSWORD = lazy_regex(
+    r"(?i)\bIDENTIFIED[ \t]+(?:WITH[ \t]+\w+[ \t]+)?BY[ \t]+(?:PASSWORD[ \t]+)?"
+    + _VALUE
+    + r"|\bSET[ \t]+PASSWORD\b[^=\n]{0,80}=[ \t]*(?:PASSWORD\([ \t]*)?"
+    + _VALUE.replace("P<", "P<s_")
+)
+_SQLPLUS = lazy_regex(
+    r"(?i)\b(?:CONNECT|CONN|sqlplus)[ \t]+(?:-\w+[ \t]+)*[\w$#.-]+/(?P<v>[^\s/@\"']{2,200})@"
+)
+# Windows: cmdkey /pass:X, net use … /user:X PASSWORD (handled by shape), /password:X
+_WINDOWS_PASS = lazy_regex(r"(?i)(?:^|[ \t])/(?:pass|password|pwd|p)[:=](?P<v>\"[^\"\n]+\"|\S+)")
+# a config line that names a password without a separator: requirepass X (redis.conf),
+# masterauth X, wpa_passphrase=X, psk="X" (wpa_supplicant)
+_CONFIG_PASSWORD = lazy_regex(
+    r"(?im)^[ \t]*(?:requirepass|masterauth|wpa_passphrase|psk|sasl_password|auth_pass)"
+    r"(?:[ \t]*=[ \t]*|[ \t]+)(?:\"(?P<qv>[^\"\n]{1,200})\"|(?P<v>[^\s\"#]{1,200}))"
+)
 # a secret-named field and its value in a table: "client_secret<TAB>X", "| api_key | X |"
 _TABLE_ROW = lazy_regex(
     r"(?m)^[ \t|]*(?P<name>[A-Za-z_][\w.-]{1,60})(?:\t+|[ \t]*\|[ \t]*)"
@@ -116,6 +134,33 @@ def syntax_spans(text: str) -> Iterator[Span]:
                 value = m["v"].rstrip(".,;)")
                 if not placeholder(value) and (looks_random(value) or len(value) >= 12):
                     yield m.start("v"), m.start("v") + len(value)
+    if "identified" in lower or "password" in lower:
+        for m in _SQL_PASSWORD().finditer(text):
+            for group in ("qv", "v", "s_qv", "s_v"):
+                if m[group] and not placeholder(m[group]) and not m[group].startswith("/"):
+                    yield m.span(group)
+    if "/" in text and "@" in text:
+        for m in _SQLPLUS().finditer(text):
+            if not placeholder(m["v"]):
+                yield m.span("v")
+    if "/p" in lower:
+        for m in _WINDOWS_PASS().finditer(text):
+            value = m["v"].strip('"')
+            if (
+                len(value) >= 4
+                and not placeholder(value)
+                and value.lower() not in ("*", "yes", "no")
+            ):
+                yield (
+                    m.start("v") + (m["v"] != value),
+                    m.start("v") + (m["v"] != value) + len(value),
+                )
+    if any(w in lower for w in ("requirepass", "masterauth", "wpa_passphrase", "psk", "_pass")):
+        for m in _CONFIG_PASSWORD().finditer(text):
+            group = "qv" if m["qv"] else "v"
+            if not placeholder(m[group]):
+                yield m.span(group)
+    yield from _table_columns(text)
     if "\t" in text or "|" in text:
         for m in _TABLE_ROW().finditer(text):
             words = name_words(m["name"])
@@ -126,6 +171,35 @@ def syntax_spans(text: str) -> Iterator[Span]:
             value = m["v"]
             if generated(value, hex_ok=True) and not placeholder(value):
                 yield m.span("v")
+
+
+_CELLS = re.compile(r"[ \t]*\|[ \t]*|\t+")
+
+
+def _table_columns(text: str) -> Iterator[Span]:
+    """The cells under a header that names a secret ("password", "api_key") in a table
+    (Markdown pipes, or tabs), row by row until the table ends."""
+    if "\t" not in text and "|" not in text:
+        return
+    secret_columns: list[int] = []
+    at = 0
+    for line in text.split("\n"):
+        cells = [(m.start(), m.end()) for m in re.finditer(r"[^\t|]+", line)]
+        words = [line[s:e].strip() for s, e in cells]
+        sep = "\t" in line or line.count("|") >= 2
+        if not sep or len(cells) < 2:
+            secret_columns = []
+        elif secret_columns and not re.fullmatch(r"[\s|:-]*", line):
+            for index in secret_columns:
+                if index < len(cells) and words[index] and not placeholder(words[index]):
+                    s, _ = cells[index]
+                    lead = len(line[s:]) - len(line[s:].lstrip())
+                    yield at + s + lead, at + s + lead + len(words[index])
+        elif not secret_columns:
+            secret_columns = [
+                i for i, w in enumerate(words) if (n := name_words(w)) and secret_name(n, "=")
+            ]
+        at += len(line) + 1
 
 
 def _values(rule: re.Pattern[str], text: str, skip: tuple[str, ...] = ()) -> Iterator[Span]:
