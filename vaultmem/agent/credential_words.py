@@ -141,7 +141,8 @@ def _lexicon() -> _Lexicon:
     return _Lexicon(
         languages=langs,
         entries={k: tuple(v) for k, v in entries.items()},
-        spaced=re.compile(r"(?i)(?<!\w)" + _trie({w for w in spaced if w.isascii()}) + r"(?!\w)"),
+        # matched in the lower-cased text: (?i) costs twice as much to compile
+        spaced=re.compile(r"(?<!\w)" + _trie({w for w in spaced if w.isascii()}) + r"(?!\w)"),
         spaced_words=frozenset(w for w in spaced if not w.isascii()),
         attached_words=frozenset(attached),
         compound_words=tuple(sorted(compound)),
@@ -162,7 +163,7 @@ def _attached() -> re.Pattern[str]:
 def _spaced_other() -> re.Pattern[str]:
     """The words standing alone that are not ASCII (contraseña, пароль, कुंजी): compiled
     on the first text that is not ASCII."""
-    return re.compile(r"(?i)(?<!\w)" + _trie(set(_lexicon().spaced_words)) + r"(?!\w)")
+    return re.compile(r"(?<!\w)" + _trie(set(_lexicon().spaced_words)) + r"(?!\w)")
 
 
 @lru_cache(maxsize=1)
@@ -223,26 +224,37 @@ def _trie(words: set[str]) -> str:
 def hits(text: str) -> Iterator[Hit]:
     """Every credential word in ``text`` that is not another thing's property."""
     lex = _lexicon()
-    found = [(m, "spaced") for m in lex.spaced.finditer(text)]
-    if not text.isascii() and _FOREIGN().search(text):
-        found += [(m, "spaced") for m in _spaced_other().finditer(text)]
-        if _ATTACHING().search(text):
-            found += [(m, "attached") for m in _attached().finditer(text)]
     low = text.lower()
+    # The spaced words are matched in lower case, where offsets are the text's (a letter
+    # whose lower case is longer, as "İ", makes them differ: then case is ignored).
+    folded = low if len(low) == len(text) else None
+    spaced = lex.spaced if folded is not None else _ignoring_case(lex.spaced.pattern)
+    found = [(m.span(), "spaced") for m in spaced.finditer(folded or text)]
+    if not text.isascii() and _FOREIGN().search(text):
+        other = _spaced_other() if folded is not None else _ignoring_case(_spaced_other().pattern)
+        found += [(m.span(), "spaced") for m in other.finditer(folded or text)]
+        if _ATTACHING().search(text):
+            found += [(m.span(), "attached") for m in _attached().finditer(text)]
     if any(w in low for w in lex.compound_words):
-        found += [(m, "compound") for m in _compound().finditer(text)]
-    for m, how in found:
-        word = _norm(m.group())
+        found += [(m.span(), "compound") for m in _compound().finditer(text)]
+    for (start, end), how in found:
+        written = text[start:end]
+        word = _norm(written)
         kinds = tuple(
             (kind, lang)
             for kind, lang, caps in lex.entries.get(word, ())
-            if (not caps or m.group().isupper())
+            if (not caps or written.isupper())
             and (lang.attached if how == "attached" else not lang.attached)
-            and (how != "compound" or (lang.compound and m.group().islower()))
+            and (how != "compound" or (lang.compound and written.islower()))
         )
         langs = tuple(dict.fromkeys(lang for _, lang in kinds))
-        if kinds and not owned(text, m.start(), langs):
-            yield Hit(m.start(), m.end(), kinds)
+        if kinds and not owned(text, start, langs):
+            yield Hit(start, end, kinds)
+
+
+@lru_cache(maxsize=2)
+def _ignoring_case(pattern: str) -> re.Pattern[str]:
+    return re.compile("(?i)" + pattern)
 
 
 def owned(text: str, start: int, langs: tuple[Language, ...] | None = None) -> bool:
