@@ -97,24 +97,29 @@ _PLACEHOLDER = re.compile(
     # the documented example keys of AWS (AKIAIOSFODNN7EXAMPLE, …/bPxRfiCYEXAMPLEKEY)
     r"|\S*EXAMPLE(?:KEY)?$"
     # a vendor's prefix before a mask: ghp_xxxxxxxx, sk-XXXXXXXX, xoxb-xxxx-xxxx
-    r"|[A-Za-z0-9]{1,12}[_-](?:[xX*]{4,}[_.-]?)+$|[A-Za-z0-9_-]{1,16}[_-](?:\.{3}|…)$"
+    r"|[A-Za-z0-9_-]{1,16}[_-](?:[xX*]{4,}[_.-]?)+$|[A-Za-z0-9_-]{1,16}[_-](?:\.{3}|…)$"
     # a mask that keeps a few characters: ****************51DCE5 (created …)
     r"|(?:\*{4,}|•{4,})[A-Za-z0-9]{0,8}(?:[ \t].*)?$"
     # an Azure App Service reference to Key Vault
     r"|@Microsoft\.KeyVault\(.*"
+    # the word for the value in capitals, in a template: postgres://USER:PASSWORD@HOST
+    r"|(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|API_KEY|APIKEY|KEY)$"
     r"|(?i:(?:your|my|some)[-_ ]\S*|\S*[-_ ](?:here|goes[-_ ]here)|(?:change|replace)[-_ ]?me"
     r"|placeholder"
     r"|dummy\S*|example\S*|sample\S*|todo|tbd|n/?a)$"
 )
 # a safe's combination (51-22-35), a recovery code (R4AN-N78S-3BOK, 0W02-C8HK-1M6I)
 _COMBINATION = re.compile(r"\d{1,3}(?:-\d{1,3}){2,3}|[A-Za-z0-9]{4,5}(?:-[A-Za-z0-9]{4,5}){1,3}")
+_RECOVERY_KEY = re.compile(r"\d{6}(?:-\d{6}){3,7}")  # BitLocker's eight groups of six digits
 # a name that holds a credential word: db-password, api_token (a secret's name, not its value)
 _SECRET_NAME = re.compile(
-    r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|secret|token|key|credentials?)(?:[-_][a-z0-9]+)*|(?:password|secret|token)[-_][a-z0-9-_]+"
+    r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|secret|token|key|credentials?)"
+    r"(?:[-_][a-z0-9]+)*(?::[\w.-]+)?|(?:password|secret|token)[-_][a-z0-9-_]+(?::[\w.-]+)?"
 )
-_DOTTED_REF = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_VERSION = re.compile(r"[\^~><=]{0,2}v?\d+(?:\.\d+){1,3}(?:[-+.][\w.]+)?")
+_DOTTED_REF = re.compile(r"[a-z_][a-z0-9_]*(?:\??\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _CALL_REF = re.compile(
-    r"[A-Za-z_][\w.]*(?:::[A-Za-z_][\w.]*)*[ \t]*[(\[]|[A-Z][a-z]+-[A-Z][A-Za-z]+(?:[ \t]|$)"
+    r"[A-Za-z_][\w.?]*(?:::[A-Za-z_][\w.?]*)*[ \t]*[(\[]|[A-Z][a-z]+-[A-Z][A-Za-z]+(?:[ \t]|$)"
 )
 _PATH = re.compile(
     r"(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+$|[A-Za-z]:\\|[\w.-]+/[\w.-]+(?:/[\w.-]*)*$"
@@ -148,8 +153,7 @@ def phrase_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
         before, after = text[hit.start - 1 : hit.start], text[hit.end : hit.end + 2]
         if before in (":", ".", "$", "{") or before == "/" and re.match(r"/|:\S", after):
             continue  # part of a name or a path: arn:…:secret:…, ${TOKEN}, a.token, /secret/x
-        word = text[text.rfind(" ", 0, hit.start) + 1 : hit.start]
-        if "=" in word and (before in ("-", "_") or word.startswith("-")):
+        if _in_flag(text, hit.start):
             continue  # --secret=db-password, --secret=api-token: a name given to a flag
         if kinds:
             span = _phrase_value(text, hit, kinds)
@@ -158,6 +162,13 @@ def phrase_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
             span = _value_before(text, hit, kinds)
             if span is not None:
                 yield span
+
+
+def _in_flag(text: str, start: int) -> bool:
+    """Whether the word at ``start`` is inside a flag's value (``--secret=db-password``)
+    or a name joined to another (``X=db-password``)."""
+    word = text[text.rfind(" ", 0, start) + 1 : start]
+    return "=" in word and (text[start - 1 : start] in ("-", "_") or word.startswith("-"))
 
 
 def _phrase_value(text: str, hit: Hit, kinds: list[str]) -> Span | None:
@@ -413,7 +424,7 @@ def _judge(value: str, kind: str, quoted: bool, linked: bool, langs: tuple[Langu
         return False  # a reference, a type, "the password's length is 12"
     digits = value.isdigit()
     if kind == "pin":
-        if _COMBINATION.fullmatch(value):
+        if _COMBINATION.fullmatch(value) or _RECOVERY_KEY.fullmatch(value):
             return True  # 51-22-35, R4AN-N78S-3BOK
         return (digits and 4 <= len(value) <= 12) or (not digits and looks_random(value))
     if kind != "password":
@@ -480,8 +491,8 @@ def is_secret_value(
     bare = value.strip() if quoted else value.strip().rstrip(_TRAILING + "!?")
     if len(bare) < 2 or placeholder(bare):
         return False
-    if _SECRET_NAME.fullmatch(bare):
-        return False  # --secret=db-password: the secret's name
+    if _SECRET_NAME.fullmatch(bare) or _VERSION.fullmatch(bare):
+        return False  # --secret=db-password: the secret's name; "jsonwebtoken": "^9.0.2"
     if quoted:
         return True
     if _CALL_REF.match(text, span[0]) or _reference(bare) or public_value(bare):
@@ -520,6 +531,8 @@ def guard_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
             continue  # a public key, a cache key
         if before and "://" in before[-1]:
             continue  # a part of a URL: …/acme/auth-service/commit/…
+        if _in_flag(text, hit.start):
+            continue  # --set-secrets=API_KEY=api-key:3: names given to a flag
         yield from _after(text, hit.end, strong)
         if strong and text[hit.start - 1 : hit.start] not in ("-", "_"):
             yield from _before(text, hit)

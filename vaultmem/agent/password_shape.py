@@ -49,7 +49,7 @@ _DIRECTIVE = re.compile(r"%[-+ #0]*\d*(?:\.\d*)?[sdfrxXi](?![A-Za-z0-9])|#[0-9A-
 # words joined by '-'), Stephen~2 (a short name).
 _ONE_SYMBOL = {
     "#": re.compile(r"#(?:[A-Z][a-z]+)+$|#[a-z]{4,}$|#.*[_-]|[_-].*#|^[A-Z]+\d*#"),
-    "*": re.compile(r"^\*|\*-?\d*$|[-+]"),
+    "*": re.compile(r"^\*|\*-?\d{0,2}$|[-+]"),
     "!": re.compile(r"-.*!$"),
     "~": re.compile(r"~\d+$"),
 }

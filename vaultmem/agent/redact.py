@@ -223,9 +223,12 @@ _COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]*:[ \t]*(?P<pairs>[^\n\"'
 _COOKIE_PAIR = re.compile(r"[^=;\s]+=(?P<v5>[^;\s]+)")
 # "I changed the admin password to X"
 _EXAMPLE_KEY = re.compile(r"EXAMPLE(?:KEY)?$")
+# the word for a value in its place, in capitals (postgres://USER:PASSWORD@HOST)
+_NAMED_VALUE = re.compile(r"PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|API_KEY|APIKEY")
 _PHRASE_CHANGED = lazy_regex(
-    r"(?i)\b(?:changed|set|reset|rotated|updated)[ \t]+(?:the[ \t]+|my[ \t]+|our[ \t]+|its[ \t]+)?"
-    r"(?:[\w-]+[ \t]+)?(?:pass(?:word|wd|phrase)|pw|token|secret|api[ \t]key)[ \t]+to[ \t]+"
+    r"(?i)\b(?:changed|set|reset|rotated|updated)[ \t]+"
+    r"(?:the[ \t]+|my[ \t]+|our[ \t]+|its[ \t]+|your[ \t]+|his[ \t]+|her[ \t]+|their[ \t]+)?"
+    r"(?:[\w-]+[ \t]+){0,2}(?:pass(?:word|wd|phrase)|pw|token|secret|api[ \t]key)[ \t]+to[ \t]+"
     + _VALUE
 )
 
@@ -241,7 +244,7 @@ def redact(text: str) -> str:
     """
     if len(text) < 6:
         return text
-    found = [s for s in _spans(text) if s[1] > s[0]]
+    found = [s for s in _spans(text) if s[1] > s[0] and not _NAMED_VALUE.fullmatch(text, *s)]
     if "EXAMPLE" in text:
         # AWS documents AKIAIOSFODNN7EXAMPLE and …/bPxRfiCYEXAMPLEKEY as examples: public
         found = [s for s in found if not _EXAMPLE_KEY.search(text, s[0], s[1])]
@@ -370,15 +373,17 @@ def _keyword_values(text: str) -> Iterator[Span]:
         line = text.rfind("\n", 0, head) + 1
         if kind is None and name == "pass" and _LINE_HEAD.fullmatch(text, line, head):
             kind = "secret"  # "pass: X" as a YAML key (not "--- PASS: TestFoo")
+        if kind is None and name == "pass" and text[:head].rstrip()[-1:] in ("{", ","):
+            kind = "secret"  # auth: { user: 'bot', pass: 'X' }: an object's key
         if kind is None:
             continue
         span, quoted = _value(m)
-        opened = text[head - 1 : head]
         closing = text[span[0] - 1 : span[0]]
-        if quoted and opened in "\"'" and opened == closing and text[m.start("sep") - 1] != opened:
+        inside = text[line:head].count(closing) % 2 and text[m.start("sep") - 1] != closing
+        if quoted and closing in "\"'" and inside:
             continue  # read -p "Password: " PASS: the key is inside a string, a prompt
         if not quoted and re.match(
-            r"[A-Za-z_][\w.]*(?:::[A-Za-z_][\w.]*)*[ \t]*[(\[]", text[span[0] : span[0] + 80]
+            r"[A-Za-z_][\w.?]*(?:::[A-Za-z_][\w.?]*)*[ \t]*[(\[]", text[span[0] : span[0] + 80]
         ):
             yield from _call_literals(text, span[0])  # os.environ.get("X", "devpass1")
             continue

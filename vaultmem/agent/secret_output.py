@@ -61,7 +61,7 @@ _NEEDLE_WORDS = (
     "pgpass", "credentials", ".npmrc", ".pypirc", "htpasswd", "kubeconfig", "tfvars", ":~#",
     ":~$", "❯", "vault kv", "vault read", "ssm get", "gcloud ", "op read", "pass show",
     "find-generic", "find-internet", "bw get", "gh auth", "get-login-password", "create token",
-    "openssl rand", "secrets.token", "wg gen", "kubeadm token", "initial-password",
+    "openssl rand", "secrets.token", "wg gen", "kubeadm token", "initial-password", "--reveal",
     "CONFIG GET", "sops ", "echo $", 'echo "$',
     "echo %", "$ ", "PS ",
 )  # fmt: skip
@@ -110,6 +110,7 @@ _VALUE = lazy_regex(
             r"\bpwgen\b",
             r"\bwg[ \t]+gen(?:key|psk)\b",
             r"\bargocd[ \t]+admin[ \t]+initial-password\b",
+            r"\bop[ \t]+item[ \t]+get\b.*--reveal\b",
             r"\bterraform[ \t]+output[ \t]+(?:-raw|-json)[ \t]+\w*(?:password|secret|token|key)\w*",
             r"\bCONFIG[ \t]+GET[ \t]+(?:requirepass|masterauth)\b",
             r"\bkubeadm[ \t]+token[ \t]+(?:create|generate)\b",
@@ -166,6 +167,7 @@ _KEY_VALUE = lazy_regex(
 _NETRC_PASSWORD = lazy_regex(r"\bpassword[ \t]+(?P<value>\S+)")
 _DATA_BLOCK = lazy_regex(r"(?P<indent>[ \t]*)(?:data|stringData):[ \t]*$")
 _TRAILING = ".,;:!?)]}\"'"
+_NUMBERED = lazy_regex(r"\d{1,3}\)[ \t]+\"(?P<v>[^\"]+)\"$")
 
 
 def output_spans(text: str) -> Iterator[Span]:
@@ -279,6 +281,9 @@ def _output(text: str, at: int, kind: str) -> Iterator[Span]:
 def _value_line(text: str, start: int, end: int, kind: str) -> Iterator[Span]:
     """The line printed by a one-value command, when it is one token (not a word)."""
     token = text[start:end].strip()
+    numbered = _NUMBERED().match(token)  # redis-cli's 2) "X"
+    if numbered is not None:
+        token = numbered.group("v")
     if not token or re.search(r"\s", token) or placeholder(token):
         return
     bare = token.rstrip(_TRAILING)

@@ -160,7 +160,12 @@ def syntax_spans(text: str) -> Iterator[Span]:
             group = "qv" if m["qv"] else "v"
             if not placeholder(m[group]):
                 yield m.span(group)
-    yield from _table_columns(text)
+    if "\t" in text or "|" in text or "  " in text:
+        yield from _table_columns(text)
+    if "=" in text and ("sess" in lower or "sid=" in lower):
+        for m in _SESSION_COOKIE().finditer(text):
+            if looks_random(m["v"]):
+                yield m.span("v")
     if "\t" in text or "|" in text:
         for m in _TABLE_ROW().finditer(text):
             words = name_words(m["name"])
@@ -173,33 +178,60 @@ def syntax_spans(text: str) -> Iterator[Span]:
                 yield m.span("v")
 
 
-_CELLS = re.compile(r"[ \t]*\|[ \t]*|\t+")
+_CELL = re.compile(r"[^\t|]+")
+_ALIGNED_CELL = re.compile(r"\S+(?: \S+)*")  # columns two blanks or more apart
+_RULE_LINE = re.compile(r"[\s|:=+-]*")
+# a session cookie: laravel_session=X, PHPSESSID=X, connect.sid=X
+_SESSION_COOKIE = lazy_regex(
+    r"(?i)\b(?:\w+_session|session_?id|sessionid|connect\.sid|phpsessid|jsessionid|_?sid)"
+    r"=(?P<v>[^;\s\"']{20,})"
+)
 
 
 def _table_columns(text: str) -> Iterator[Span]:
-    """The cells under a header that names a secret ("password", "api_key") in a table
-    (Markdown pipes, or tabs), row by row until the table ends."""
-    if "\t" not in text and "|" not in text:
-        return
+    """The cells of a table (Markdown pipes, tabs, or columns aligned with blanks) under
+    a header that names a secret ("password", "api_key"), and those under a "Value"
+    header in a row named for a secret or whose value looks generated."""
     secret_columns: list[int] = []
+    value_column: int | None = None
+    in_table = False
     at = 0
     for line in text.split("\n"):
-        cells = [(m.start(), m.end()) for m in re.finditer(r"[^\t|]+", line)]
+        cells = _cells(line)
         words = [line[s:e].strip() for s, e in cells]
-        sep = "\t" in line or line.count("|") >= 2
-        if not sep or len(cells) < 2:
-            secret_columns = []
-        elif secret_columns and not re.fullmatch(r"[\s|:-]*", line):
-            for index in secret_columns:
-                if index < len(cells) and words[index] and not placeholder(words[index]):
+        if len(cells) < 2:
+            secret_columns, value_column, in_table = [], None, False
+        elif not in_table:  # the first row: the header
+            in_table = True
+            headers = [w for w in words if re.fullmatch(r"[\w.-]{1,40}", w)]
+            if len(headers) == len(words):
+                secret_columns = [
+                    i for i, w in enumerate(words) if (n := name_words(w)) and secret_name(n, "=")
+                ]
+                lower = [w.lower() for w in words]
+                value_column = lower.index("value") if "value" in lower else None
+        elif (secret_columns or value_column is not None) and not _RULE_LINE.fullmatch(line):
+            named = bool((n := name_words(words[0])) and secret_name(n, "="))
+            wanted = list(secret_columns)
+            if value_column is not None and value_column < len(words):
+                value = words[value_column]
+                if named or generated(value, hex_ok=True):
+                    wanted.append(value_column)
+            for index in wanted:
+                word = words[index] if index < len(cells) else ""
+                if len(word) >= 4 and " " not in word and not placeholder(word):
                     s, _ = cells[index]
                     lead = len(line[s:]) - len(line[s:].lstrip())
-                    yield at + s + lead, at + s + lead + len(words[index])
-        elif not secret_columns:
-            secret_columns = [
-                i for i, w in enumerate(words) if (n := name_words(w)) and secret_name(n, "=")
-            ]
+                    yield at + s + lead, at + s + lead + len(word)
         at += len(line) + 1
+
+
+def _cells(line: str) -> list[tuple[int, int]]:
+    if "\t" in line or line.count("|") >= 2:
+        return [(m.start(), m.end()) for m in _CELL.finditer(line) if m.group().strip()]
+    if "  " in line:
+        return [(m.start(), m.end()) for m in _ALIGNED_CELL.finditer(line)]
+    return []
 
 
 def _values(rule: re.Pattern[str], text: str, skip: tuple[str, ...] = ()) -> Iterator[Span]:
