@@ -22,7 +22,10 @@ SECRETS = [
     ("mailer({ host: 'smtp', auth: { user: 'ops', pass: 'oak-river-cloud-17' } })", "oak-river"),
     ("I set your temp password to Pq7.rT_2zX. change it at first login", "Pq7.rT_2zX"),
     ("BitLocker recovery key: 111111-222222-333333-444444-555555-666666-777777-888888", "444444"),
-    ("encryption key for the dumps: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c"),
+    (
+        "encryption key: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "9f86d081884c",
+    ),
     ("Adgangskoden er Birk4411z", "Birk4411z"),
     ("Passordet er Fjord7788k", "Fjord7788k"),
     ("Geslo je Lipa5566q", "Lipa5566q"),
@@ -38,9 +41,10 @@ ORDINARY = [
     "DATABASE_URL=mysql://USER:PASSWORD@HOST:3306/DB",
     "gcloud run deploy web --set-secrets=API_KEY=api-key:3",
     "ANTHROPIC_API_KEY=sk-ant-api03-****************",
-    "$ gh secret list\nNAME           UPDATED\nNPM_TOKEN      2 days ago\nDB_PASSWORD    1 week ago",
+    "$ gh secret list\nNAME          UPDATED\nNPM_TOKEN     2 days ago\nDB_PASSWORD   1 week ago",
     "NAME              TYPE     DATA   AGE\napi-credentials   Opaque   2      3d",
-    "  -p, --password string   Password (see --password-stdin)\n      --password-stdin    Read it from stdin",
+    "  -p, --password string   Password (see --password-stdin)\n"
+    "      --password-stdin    Read it from stdin",
 ]
 
 
