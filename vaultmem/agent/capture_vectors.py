@@ -1,8 +1,8 @@
 """The semantic capture layer of `extract`: sentences that sound like a memory.
 
 The phrase rules (:mod:`vaultmem.agent.capture_rules`) hear a memory by its cue words;
-people say memories in ways no cue list anticipates ("Temporal it is for the workflows",
-"billing keeps its own schema, full stop"). This layer hears them by how they are said.
+people say memories in ways no cue list anticipates ("ledger entries are append-only,
+corrections are new rows"). This layer hears them by how they are said.
 Labelled prototype sentences ship in ``data/capture_prototypes.json``: durable
 decisions, conventions, preferences, antipatterns and project facts on one side;
 questions, hypotheticals, rejected options, requests for work, problem reports, status
