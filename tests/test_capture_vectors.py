@@ -89,6 +89,25 @@ def test_candidates_are_the_users_prose_only() -> None:
     assert [(c.turn, c.text) for c in found] == [(0, MEMORIES[0])]
 
 
+def test_an_accepted_proposal_is_a_candidate_and_narration_is_not() -> None:
+    proposal = "Refunds become new ledger rows with a negative amount."
+    turns = [
+        Said("assistant", f"I'll check the export first. {proposal}"),
+        Said("user", "yes, do that"),
+        Said("assistant", "Invoices are rendered by the PDF worker in the background."),
+        Said("user", "Why is the worker so slow?"),  # no acceptance
+    ]
+    assert [(c.turn, c.text) for c in candidates(turns)] == [(0, proposal)]
+
+
+def test_the_reason_said_next_stays_with_the_sentence() -> None:
+    turns = [Said("user", f"{MEMORIES[0]} Because auditors need the full history.")]
+    found = candidates(turns)
+    assert [(c.text, c.reason) for c in found] == [
+        (MEMORIES[0], "Because auditors need the full history.")
+    ]
+
+
 def test_what_a_phrase_rule_takes_is_left_to_the_rules() -> None:
     turns = [Said("user", "From now on every ledger correction is a new row.")]
     assert candidates(turns) == []

@@ -129,7 +129,7 @@ class Config:
     hooks_profile: str = DEFAULT_SURFACE_PROFILE
     # `extract` without an LLM adds the semantic layer (sentence vectors of the in-process
     # MiniLM against labelled prototypes) to the phrase rules. Off by default: on the
-    # round-2 capture set it raised recall 0.32 -> 0.50 at precision 0.63 (rules: 0.64),
+    # round-2 capture set it raised recall 0.32 -> 0.50 at precision 0.66 (rules: 0.64),
     # short of the 0.90 precision target (BENCHMARKS.md).
     capture_semantic: bool = False
     # CortexGraph's thresholds, β, danger zone and auto-reinforcement ([memory] keys).

@@ -19,11 +19,14 @@ is that of the nearest prototype class. A sentence is taken at :data:`THRESHOLD`
 the rules stay the main ear for other languages). Both were chosen on the own and round-1
 capture sets and checked on the round-2 set (BENCHMARKS.md).
 
-The candidates are only what people say: the user's own sentences, never the
-assistant's narration, tool output, code blocks, tables, ``>`` quotes or quoted text, and
+The candidates are only what people say: the user's own sentences, and those of an
+assistant's proposal the user accepts right after ("yes, do that", "ok", "go ahead"),
+never the assistant's narration, plans or advice, tool output, code blocks, tables, ``>``
+quotes or quoted text, and
 never a question, a hypothetical, a request for work, a report of what a document says,
 a cue said in the negative, a retraction, or an instruction about this moment (the
-rules' filters), nor a sentence a phrase rule already takes. A decision the user takes
+rules' filters), nor a sentence a phrase rule already takes. The sentence that gives
+a capture's reason ("because…", "it's…") stays with it. A decision the user takes
 back later is dropped by the rules' own reversal check
 (:func:`vaultmem.agent.capture_rules.spot`). Every candidate is embedded once, in one
 batch per chunk.
@@ -41,18 +44,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaultmem.agent.capture_rules import (
+    _ACCEPT_RE,
+    _ADVICE_RE,
     _HYPOTHETICAL_RE,
     _MOMENT_RE,
     _NEGATED_RE,
     _QUOTED_RE,
     _REPORTED_RE,
     _RETRACT_RE,
+    _SUGGEST_RE,
     MAX_CHARS,
     MIN_CHARS,
     Said,
     Spotted,
     _codey,
     _cue,
+    _end,
+    _follows,
     _question,
     clean,
     sentences,
@@ -110,6 +118,7 @@ class Candidate:
 
     turn: int
     text: str
+    reason: str = ""  # the sentence after it that gives its reason, kept with it
 
 
 @dataclass(frozen=True)
@@ -235,17 +244,42 @@ def admissible(sentence: str) -> bool:
     return quoted < len(sentence) / 3
 
 
+def _accepted_turn(turns: Sequence[Said], index: int) -> bool:
+    """Whether turn ``index`` is the assistant's, answered by the user's "yes, do that"."""
+    return (
+        turns[index].role == "assistant"
+        and index + 1 < len(turns)
+        and turns[index + 1].role == "user"
+        and _ACCEPT_RE.match(turns[index + 1].text.strip()) is not None
+    )
+
+
+def _taken(sentence: str, role: str) -> bool:
+    """Whether the rules take ``sentence`` (a cue of the user's; an assistant's "I
+    suggest…" that the user accepts), or it is the assistant's plan or advice ("I'll…",
+    "you could…"), which nobody accepted as a memory."""
+    if role == "user":
+        return _cue(sentence, "user") is not None
+    return bool(_SUGGEST_RE.search(sentence) or _ADVICE_RE.search(sentence))
+
+
 def candidates(turns: Sequence[Said]) -> list[Candidate]:
-    """The sentences of the user's turns that may be memories and that no phrase rule
-    already takes (those are the rules' to capture)."""
+    """The sentences of the user's turns, and of an assistant's turn the user accepts in
+    a word or two, that may be memories and that no phrase rule already takes (those are
+    the rules' to capture)."""
     found: list[Candidate] = []
     for index, turn in enumerate(turns):
-        if turn.role != "user":
+        if turn.role != "user" and not _accepted_turn(turns, index):
             continue
-        for sentence in sentences(turn.text):
-            text = clean(sentence)
-            if admissible(text) and _cue(text, "user") is None:
-                found.append(Candidate(index, text))
+        said = [clean(s) for s in sentences(turn.text)]
+        reason = ""
+        for i, text in enumerate(said):
+            if text == reason or not admissible(text) or _taken(text, turn.role):
+                reason = ""
+                continue  # a reason joined to the sentence before is not a candidate
+            after = said[i + 1] if i + 1 < len(said) else ""
+            reason = after if after and _follows(text, after) else ""
+            found.append(Candidate(index, text, reason))
     return found
 
 
@@ -291,7 +325,12 @@ def semantic_spotted(turns: Sequence[Said], embedder: Embedder) -> list[Spotted]
     found = candidates(turns)
     scored = classify([c.text for c in found], embedder)
     return [
-        Spotted(s.kind, c.text, c.turn, f"semantic:{s.label}")
+        Spotted(
+            s.kind,
+            f"{_end(c.text)} {c.reason}" if c.reason else c.text,
+            c.turn,
+            f"semantic:{s.label}",
+        )
         for c, s in zip(found, scored, strict=True)
         if s.memory
     ]
