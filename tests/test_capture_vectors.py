@@ -255,3 +255,17 @@ def test_the_knob_and_its_errors(vault: Path, tmp_path: Path) -> None:
     (vault / ".vaultmem.toml").write_text("[capture]\nsemantic = 1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"capture\.semantic: expected true or false"):
         load(vault_flag=str(vault), env=env, cwd=vault)
+
+
+def test_a_model_that_cannot_run_leaves_the_rules(vault: Path, tmp_path: Path) -> None:
+    from vaultmem.inference.remote import EndpointConfig, OpenAIEmbedder
+
+    config = load(vault_flag=str(vault), env={"HOME": str(tmp_path)}, cwd=vault)
+    dead = OpenAIEmbedder(
+        EndpointConfig(url="http://127.0.0.1:9/v1", model="none", max_retries=0, timeout=2)
+    )
+    report = extract_transcript(
+        config, _session(tmp_path), llm=None, now=NOW, dry_run=True, semantic=dead
+    )
+    assert report.mode == "rules" and report.memories == ()
+    assert len(report.warnings) == 1 and "semantic capture off" in report.warnings[0]
