@@ -20,8 +20,11 @@ one line per session::
 (``session`` names its transcript, with or without ``.jsonl``.)
 
 Each session is run through :func:`vaultmem.agent.extract.extract_transcript` as a dry run
-(what would be written, nothing is) on a fresh copy of example-vault: the phrase rules,
-and with ``--llm`` also SmolLM2-135M on llama-cpp-python's server (the endpoint the tests
+(what would be written, nothing is) on a fresh copy of example-vault: the phrase rules
+("rules"), the rules with the semantic layer on the in-process MiniLM ("rules+semantic",
+:mod:`vaultmem.agent.capture_vectors`; ``--no-semantic`` skips it; its one-time model
+load and prototype fit happen before the timed sessions and are printed apart), and with
+``--llm`` also SmolLM2-135M on llama-cpp-python's server (the endpoint the tests
 start; ``--llm-only`` skips the rules run).
 
 **Matching.** A captured memory *holds* a gold memory of the same session when every
@@ -66,6 +69,7 @@ sys.path.insert(0, str(REPO))
 
 from vaultmem.agent.extract import extract_transcript  # noqa: E402
 from vaultmem.config import load  # noqa: E402
+from vaultmem.inference.base import Embedder  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data" / "capture"
 SETS = {"own": DATA, "round1": DATA / "round1", "heldback": DATA / "heldback"}
@@ -170,8 +174,9 @@ def scratch_vault() -> Iterator[Path]:
         yield vault
 
 
-def run(data: Path, llm_url: str | None) -> Score:
-    """Score every session of ``data`` with the rules (``llm_url`` None) or the model."""
+def run(data: Path, llm_url: str | None, semantic: Embedder | None = None) -> Score:
+    """Score every session of ``data`` with the rules (``llm_url`` None; with
+    ``semantic``, the semantic layer too) or the model."""
     from vaultmem.inference.llm import LLMClient, LLMConfig
 
     golds = [json.loads(line) for line in (data / "gold.jsonl").read_text().splitlines() if line]
@@ -182,11 +187,25 @@ def run(data: Path, llm_url: str | None) -> Score:
         for gold in golds:
             transcript = transcript_of(data, gold["session"])
             start = time.perf_counter()
-            report = extract_transcript(config, transcript, llm=llm, now=NOW, dry_run=True)
+            report = extract_transcript(
+                config, transcript, llm=llm, now=NOW, dry_run=True, semantic=semantic
+            )
             score.seconds.append(time.perf_counter() - start)
             captured = [(m.candidate.type, m.candidate.text) for m in report.memories]
             score_session(score, gold, captured)
     return score
+
+
+def _warm_minilm() -> Embedder:
+    """The in-process MiniLM with the semantic layer's classifier fitted (timed apart)."""
+    from vaultmem.agent.capture_vectors import classify
+    from vaultmem.inference.local import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    start = time.perf_counter()
+    classify(["We deploy from the main branch."], embedder)
+    print(f"semantic layer: model load and prototype fit {time.perf_counter() - start:.2f} s")
+    return embedder
 
 
 def _row(label: str, s: Score) -> str:
@@ -206,6 +225,7 @@ def main() -> None:
     where.add_argument("--data", type=Path, help="a set's folder (sessions and gold.jsonl)")
     parser.add_argument("--llm", action="store_true", help="also run SmolLM2 (llama-cpp)")
     parser.add_argument("--llm-only", action="store_true", help="only the SmolLM2 run")
+    parser.add_argument("--no-semantic", action="store_true", help="skip the rules+semantic run")
     parser.add_argument("-v", "--verbose", action="store_true", help="list misses and noise")
     args = parser.parse_args()
     data = (args.data or SETS[args.set]).resolve()
@@ -214,6 +234,8 @@ def main() -> None:
     runs: list[tuple[str, Score]] = []
     if not args.llm_only:
         runs.append(("rules", run(data, None)))
+        if not args.no_semantic:
+            runs.append(("rules+semantic", run(data, None, _warm_minilm())))
     if args.llm or args.llm_only:
         from bench_expansion import smollm2_server
 

@@ -88,7 +88,15 @@ WINDOW = 10
 REDACTED = "[REDACTED]"
 # Targets (issue 28): leaks in each part (the seen rounds' parts are held
 # to the tuned part's), share of ordinary texts changed.
-MAX_LEAKS = {"tuned": 0, "round-1": 0, "round-2": 0, "round-3": 0, "round-4": 0, "round-5": 0, "held-back": 1}
+MAX_LEAKS = {
+    "tuned": 0,
+    "round-1": 0,
+    "round-2": 0,
+    "round-3": 0,
+    "round-4": 0,
+    "round-5": 0,
+    "held-back": 1,
+}
 MAX_FALSE_SHARE = 0.02
 LABELS = ("lang", "shape", "where")
 

@@ -127,6 +127,11 @@ class Config:
     hooks_reinforce_max: int = 5
     # The surfacing profile `hook prompt` and `surface` use unless told (SURFACE_PROFILES).
     hooks_profile: str = DEFAULT_SURFACE_PROFILE
+    # `extract` without an LLM adds the semantic layer (sentence vectors of the in-process
+    # MiniLM against labelled prototypes) to the phrase rules. Off by default: on the
+    # round-2 capture set it raised recall 0.32 -> 0.50 at precision 0.66 (rules: 0.64),
+    # short of the 0.90 precision target (BENCHMARKS.md).
+    capture_semantic: bool = False
     # CortexGraph's thresholds, β, danger zone and auto-reinforcement ([memory] keys).
     tuning: MemoryTuning = DEFAULT_TUNING
     # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
@@ -312,12 +317,14 @@ _ROLE_TYPES: dict[str, tuple[type, float | None, bool]] = {
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset(
         {"include", "exclude", "cache_dir", "embedder", "lock_timeout", "collections"}
-        | {"folders", "memory", "query", "hooks", "embed", "llm", "rerank", "chroma", "keys"}
+        | {"folders", "memory", "query", "hooks", "capture", "embed", "llm", "rerank", "chroma"}
+        | {"keys"}
     ),
     "folders": frozenset({"inbox", "memory", "archive"}),
     "memory": frozenset({"stm_half_life", "prior_weight", "review_share"} | set(TUNING_KEYS)),
     "query": frozenset({"expand"}),
     "hooks": frozenset({"start_server", "reinforce_max", "profile"}),
+    "capture": frozenset({"semantic"}),
     "keys": frozenset({"prefix", "shared"}),
     "chroma": frozenset({"host", "port", "token", "ssl"}),
     # the embed role's own keys
@@ -539,6 +546,9 @@ def build(
         hooks_reinforce_max=at_least(hooks.get("reinforce_max", 5), int, "hooks.reinforce_max", 0),
         hooks_profile=one_of(
             hooks.get("profile", DEFAULT_SURFACE_PROFILE), "hooks.profile", tuple(SURFACE_PROFILES)
+        ),
+        capture_semantic=coerce(
+            table(data, "capture").get("semantic", False), bool, "capture.semantic"
         ),
         keys=key_scheme(table(data, "keys")),
         trust_digest=trust_digest,

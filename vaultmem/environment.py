@@ -26,6 +26,7 @@ ENV_KEYS: dict[str, str] = {
     "VAULTMEM_QUERY_EXPAND": "query.expand",
     "VAULTMEM_HOOKS_START_SERVER": "hooks.start_server",
     "VAULTMEM_HOOKS_REINFORCE_MAX": "hooks.reinforce_max",
+    "VAULTMEM_CAPTURE_SEMANTIC": "capture.semantic",
     "VAULTMEM_STM_HALF_LIFE": "memory.stm_half_life",
     "VAULTMEM_PRIOR_WEIGHT": "memory.prior_weight",
     "VAULTMEM_REVIEW_SHARE": "memory.review_share",

@@ -564,11 +564,13 @@ def _takes_back(mine: frozenset[str], text: str) -> bool:
     return len(shared) >= 2 or (bool(shared) and len(mine) <= 3)
 
 
-def spot(turns: Sequence[Said]) -> list[Spotted]:
+def spot(turns: Sequence[Said], extra: Sequence[Spotted] = ()) -> list[Spotted]:
     """The memories the rules find in a run of turns, in the order they were said:
-    cue sentences and accepted suggestions, less decisions reversed later on."""
+    cue sentences, accepted suggestions and ``extra`` ones (the semantic layer's), less
+    decisions reversed later on."""
     found = sorted(
-        [*rule_sentences(turns), *_accepted(turns)], key=lambda s: (s.turn, not s.accepted)
+        [*rule_sentences(turns), *_accepted(turns), *extra],
+        key=lambda s: (s.turn, not s.accepted),
     )
     dropped = _reversed(found, turns)
     return [s for i, s in enumerate(found) if i not in dropped]

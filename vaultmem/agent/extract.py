@@ -143,7 +143,8 @@ class ExtractReport:
     end: int
     entries: int
     chunks: int
-    mode: str  # "llm", "rules", or "llm+rules" when the endpoint failed part-way
+    # "llm", "rules", "rules+semantic", or "llm+rules" when the endpoint failed part-way
+    mode: str
     memories: tuple[Extracted, ...]
     dry_run: bool = False
     warnings: tuple[str, ...] = ()
@@ -222,11 +223,18 @@ def _pieces(text: str, size: int) -> Iterator[str]:
 _LABEL_RE = re.compile(r"^(?:User|Assistant|Speaker): ")
 
 
-def rule_candidates(turns: Sequence[Said]) -> list[Candidate]:
-    """Memories the offline rules (:mod:`vaultmem.agent.capture_rules`) find in ``turns``."""
+def rule_candidates(turns: Sequence[Said], semantic: Embedder | None = None) -> list[Candidate]:
+    """Memories the offline rules (:mod:`vaultmem.agent.capture_rules`) find in ``turns``,
+    and with ``semantic`` (the in-process MiniLM) those the semantic layer hears
+    (:mod:`vaultmem.agent.capture_vectors`)."""
+    extra = []
+    if semantic is not None:
+        from vaultmem.agent.capture_vectors import semantic_spotted
+
+        extra = semantic_spotted(turns, semantic)
     return [
         Candidate(found.kind, found.text, said_at=turns[found.turn].timestamp)
-        for found in spot(turns)
+        for found in spot(turns, extra)
     ]
 
 
@@ -445,13 +453,17 @@ def extract_transcript(
     dry_run: bool = False,
     embedder: Embedder | None = None,
     project: str | None = None,
+    semantic: Embedder | None = None,
 ) -> ExtractReport:
     """Extract memories from the part of transcript ``path`` not processed yet.
 
     ``llm`` None uses the phrase rules; an endpoint failure switches to them for the
     rest of the run (listed in ``warnings``). ``dry_run`` writes nothing (no notes, no
     state). Each memory records its session, ``project`` (default: the session's working
-    folder's name) and when it was said (:mod:`vaultmem.agent.capture_links`). Raises
+    folder's name) and when it was said (:mod:`vaultmem.agent.capture_links`).
+    ``semantic`` (the in-process MiniLM, :func:`vaultmem.agent.capture_vectors.
+    capture_embedder`) adds the semantic layer to the rules; a model that fails to load
+    leaves the rules alone (listed in ``warnings``). Raises
     TranscriptError for a transcript that is not a regular file, cannot
     be read, or has more than MAX_TRANSCRIPT_BYTES to read.
 
@@ -491,8 +503,7 @@ def extract_transcript(
                     found = rule_candidates(chunk.turns)
                     modes.add("rules")
             else:
-                found = rule_candidates(chunk.turns)
-                modes.add("rules")
+                found, semantic = _offline(chunk, semantic, modes, warnings)
             done.extend(_keep(run, found, seen, dry_run))
         if reader.oversize:
             what = "1 entry" if reader.oversize == 1 else f"{reader.oversize} entries"
@@ -514,6 +525,22 @@ def extract_transcript(
         if not dry_run:
             _save(config, path, state, reader, done)
     return report
+
+
+def _offline(
+    chunk: Chunk, semantic: Embedder | None, modes: set[str], warnings: list[str]
+) -> tuple[list[Candidate], Embedder | None]:
+    """The rules' memories of ``chunk``, with the semantic layer's while its model works
+    (a model that cannot load or run is not asked again)."""
+    modes.add("rules")
+    if semantic is not None:
+        try:
+            found = rule_candidates(chunk.turns, semantic)
+            modes.add("semantic")
+            return found, semantic
+        except (EndpointError, ImportError, OSError) as exc:
+            warnings.append(f"semantic capture off: {exc}; phrase rules alone")
+    return rule_candidates(chunk.turns), None
 
 
 def _keep(

@@ -54,7 +54,9 @@ def extract(
     Reads only what was added since the last run on the same transcript. With an llm
     endpoint configured the model finds the memories (one JSON request per chunk of
     about 6,000 characters); without one, phrase rules do ("we decided", "let's go
-    with", "instead of ... because", "don't ... again", "always", "never", "prefer").
+    with", "instead of ... because", "don't ... again", "always", "never", "prefer"),
+    and with `[capture] semantic = true` the in-process MiniLM too (the user's
+    sentences against labelled prototypes of memories and of what is not one).
     Secrets (API keys and tokens, passwords in URLs, flags and key=value pairs, private
     key blocks) are redacted as the transcript is read, before anything is sent or
     written. Every memory goes through remember: duplicates
@@ -64,18 +66,21 @@ def extract(
         vaultmem extract ~/.claude/projects/-home-me-harbor/3f2a9c1e.jsonl
         vaultmem extract session.md --dry-run
     """
+    from vaultmem.agent.capture_vectors import capture_embedder
     from vaultmem.agent.extract import extract_transcript
 
     vault = open_vault(ctx)
     config = vault.config
+    duplicates = None if dry_run else vault.duplicate_embedder()
     report = extract_transcript(
         config,
         transcript,
         llm=_llm(config),
         now=clock(),
         dry_run=dry_run,
-        embedder=None if dry_run else vault.duplicate_embedder(),
+        embedder=duplicates,
         project=project,
+        semantic=capture_embedder(config, duplicates),
     )
     if json_out:
         typer.echo(json.dumps(report.as_json(), ensure_ascii=False))
