@@ -2,12 +2,16 @@
 
     python benchmarks/bench_capture.py                    # own set (tuned on)
     python benchmarks/bench_capture.py --set round1       # round 1: written apart, seen since
+    python benchmarks/bench_capture.py --set round2       # round 2's held-back set, seen since
+    python benchmarks/bench_capture.py --set round3       # round 3's held-back set, seen since
     python benchmarks/bench_capture.py --data DIR         # any other set, e.g. a held-back one
     python benchmarks/bench_capture.py [...] [--llm] [--verbose]
 
 The sets: **own** (``benchmarks/data/capture``, built from ``src/`` by ``build.py``; the
 rules were tuned on it), **round1** (``benchmarks/data/capture/round1``: written apart,
-scored once as held-back in round 1 of issue 31, and seen since, so no longer held back).
+scored once as held-back in round 1 of issue 31, and seen since, so no longer held back),
+**round2** and **round3** (``benchmarks/data/capture/round2``, ``…/round3``: the held-back
+sets of rounds 2 and 3, each written apart, scored once at its round's end, seen since).
 A held-back set lives outside the repository and is named with ``--data``; ``--verbose``
 lists its misses and noise, so whoever tunes the rules should not read that output.
 
@@ -33,7 +37,8 @@ letters, digits and ``_``: ``os.path`` is ``os`` + ``path``, ``1.8%`` is ``1`` +
 and each word must equal a word of the captured text, compared case-insensitively, without
 accents, and stem-tolerant: both sides lose one ending of ``-ing -ed -es -en -er -s -e``
 when at least three letters remain (``migrations`` = ``migration``, ``Deployments`` =
-``deployment``). Word order does not matter.
+``deployment``). Word order does not matter. A keyword word in a script written without
+spaces (Japanese, Chinese, Korean, Thai) is held as a substring of the capture.
 
 - **recall** = gold memories held by at least one capture / gold memories;
 - **precision** = captures that hold at least one gold memory / captures (a second
@@ -72,9 +77,16 @@ from vaultmem.config import load  # noqa: E402
 from vaultmem.inference.base import Embedder  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data" / "capture"
-SETS = {"own": DATA, "round1": DATA / "round1", "heldback": DATA / "heldback"}
+SETS = {
+    "own": DATA,
+    "round1": DATA / "round1",
+    "round2": DATA / "round2",
+    "round3": DATA / "round3",
+}
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 _WORD_RE = re.compile(r"\w+")
+# Kana, CJK ideographs, Hangul, Thai: their words are not spaced apart.
+_UNSPACED = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _ENDINGS = ("ing", "ed", "es", "en", "er", "s", "e")
 _STOP_WORDS = "a an and are as at be but by for from i if in is it its of on or so that the this"
 _STOP = frozenset(_STOP_WORDS.split())
@@ -102,7 +114,14 @@ def words(text: str) -> set[str]:
 def holds(captured: str, keywords: list[str]) -> bool:
     """Whether ``captured`` holds every keyword (see the module docstring)."""
     have = words(captured)
-    return all(stem(w) in have for k in keywords for w in _WORD_RE.findall(k))
+    plain = unicodedata.normalize("NFKC", captured.lower())
+
+    def held(word: str) -> bool:
+        if _UNSPACED.search(word):  # a script written without spaces: a substring
+            return unicodedata.normalize("NFKC", word.lower()) in plain
+        return stem(word) in have
+
+    return all(held(w) for k in keywords for w in _WORD_RE.findall(k))
 
 
 def trap_hit(captured: str, trap: str) -> bool:
