@@ -1,6 +1,7 @@
 """Redaction: secrets that leak, and ordinary text that is changed, on a written corpus.
 
     python benchmarks/bench_redaction.py [--heldback PATH] [--json] [--quiet]
+    python benchmarks/bench_redaction.py --quiet --end-to-end tuned,round-5  # those parts only
 
 The corpus comes in seven parts, scored apart:
 
@@ -492,6 +493,12 @@ def main() -> int:
         help=f"the held-back part, never read while tuning (default: "
         f"{HELDBACK.relative_to(REPO)} when it exists)",
     )
+    parser.add_argument(
+        "--end-to-end",
+        metavar="PART,...",
+        default=None,
+        help="run only these parts end to end (e.g. tuned,held-back); the others corpus only",
+    )
     args = parser.parse_args()
     if args.heldback is not None and not args.heldback.is_file():
         parser.error(f"--heldback {args.heldback}: no such file")
@@ -518,13 +525,16 @@ def main() -> int:
     }
     if heldback is not None:
         parts["held-back"] = load_corpus(heldback)
+    chosen = set(parts) if args.end_to_end is None else set(args.end_to_end.split(","))
+    if not chosen <= set(parts):
+        parser.error(f"--end-to-end: no part {', '.join(sorted(chosen - set(parts)))}")
     with tempfile.TemporaryDirectory() as tmp:
         report: dict = {
             "parts": {
                 name: part_report(
                     cases,
                     notes if name == "tuned" else [],
-                    None if args.corpus_only else Path(tmp) / name,
+                    None if args.corpus_only or name not in chosen else Path(tmp) / name,
                     name=name,
                 )
                 for name, cases in parts.items()
