@@ -3,7 +3,7 @@
     python benchmarks/bench_redaction.py [--heldback PATH] [--json] [--quiet]
     python benchmarks/bench_redaction.py --quiet --end-to-end tuned,round-5  # those parts only
 
-The corpus comes in seven parts, scored apart:
+The corpus comes in eight parts, scored apart:
 
 - **tuned** (``benchmarks/data/redaction_corpus.jsonl``, written by
   ``benchmarks/data/make_redaction_corpus.py``): the cases the redactor was tuned on;
@@ -21,6 +21,8 @@ The corpus comes in seven parts, scored apart:
   ``benchmarks/data/round4/make_redaction_heldback4.py``): round 4's, the same again;
 - **round-5** (``benchmarks/data/redaction_round5.jsonl``, written by
   ``benchmarks/data/round5/make_redaction_heldback5.py``): round 5's, the same again;
+- **round-6** (``benchmarks/data/redaction_round6.jsonl``, written by
+  ``benchmarks/data/round6/make_redaction_heldback6.py``): round 6's, the same again;
 - **held-back** (``benchmarks/data/redaction_heldback.jsonl``, or ``--heldback PATH``):
   a new set written apart, which nobody tuning the redactor reads, scored only once it
   is final. Absent (it is not in the repository until then): not reported.
@@ -83,6 +85,7 @@ ROUND2 = REPO / "benchmarks" / "data" / "redaction_round2.jsonl"
 ROUND3 = REPO / "benchmarks" / "data" / "redaction_round3.jsonl"
 ROUND4 = REPO / "benchmarks" / "data" / "redaction_round4.jsonl"
 ROUND5 = REPO / "benchmarks" / "data" / "redaction_round5.jsonl"
+ROUND6 = REPO / "benchmarks" / "data" / "redaction_round6.jsonl"
 HELDBACK = REPO / "benchmarks" / "data" / "redaction_heldback.jsonl"
 EXAMPLE_VAULT = REPO / "example-vault"
 WINDOW = 10
@@ -96,6 +99,7 @@ MAX_LEAKS = {
     "round-3": 0,
     "round-4": 0,
     "round-5": 0,
+    "round-6": 0,
     "held-back": 1,
 }
 MAX_FALSE_SHARE = 0.02
@@ -522,6 +526,7 @@ def main() -> int:
         "round-3": load_corpus(ROUND3),
         "round-4": load_corpus(ROUND4),
         "round-5": load_corpus(ROUND5),
+        "round-6": load_corpus(ROUND6),
     }
     if heldback is not None:
         parts["held-back"] = load_corpus(heldback)
