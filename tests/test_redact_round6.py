@@ -43,6 +43,20 @@ ORDINARY = [
     "ANTHROPIC_API_KEY=sk-ant-api03-****************",
     "$ gh secret list\nNAME          UPDATED\nNPM_TOKEN     2 days ago\nDB_PASSWORD   1 week ago",
     "NAME              TYPE     DATA   AGE\napi-credentials   Opaque   2      3d",
+    # the look-alikes round 6's set found, written here
+    'dsn = f"mysql://{user}:{password}@{host}/{db}"',
+    "ALTER USER %s IDENTIFIED BY %s",
+    "      MasterUserPassword: !Sub '{{resolve:secretsmanager:${Db}:SecretString:password}}'",
+    "> Idempotency-Key: 6f1c2a9e-1b7d-4c3e-9a8f-2d6b4e1c7a90",
+    "$hash = password_hash($pw, PASSWORD_BCRYPT);",
+    'const apiKey = cfg.requireSecret("stripeApiKey");',
+    "Key           Value\n---           -----\ncas_required  false\nmax_versions  10",
+    "$ gcloud secrets versions list db-password --project=shop-123",
+    "Data\n====\npassword:  32 bytes\nusername:  8 bytes",
+    "set-cookie: consent=analytics:0,marketing:1; Path=/",
+    "db_pass = lookup('profile::mysql::root_password')",
+    "SENDGRID_API_KEY=   # leave empty to log mails instead",
+    "      key: Linux-pip-0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071",
     "  -p, --password string   Password (see --password-stdin)\n"
     "      --password-stdin    Read it from stdin",
 ]

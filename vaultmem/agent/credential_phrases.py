@@ -102,6 +102,10 @@ _PLACEHOLDER = re.compile(
     r"|(?:\*{4,}|•{4,})[A-Za-z0-9]{0,8}(?:[ \t].*)?$"
     # an Azure App Service reference to Key Vault
     r"|@Microsoft\.KeyVault\(.*"
+    # a CloudFormation function or dynamic reference: !Sub '{{resolve:…}}', !Ref DbPass
+    r"|!(?:Sub|Ref|GetAtt|ImportValue|Join|FindInMap|Select)\b.*|.*\{\{resolve:.*"
+    # a format directive or a template's field: %s, %(password)s, {password}
+    r"|%\(?\w*\)?[sd]|\{[\w.]+\}"
     # the word for the value in capitals, in a template: postgres://USER:PASSWORD@HOST
     r"|(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|API_KEY|APIKEY|KEY)$"
     r"|(?i:(?:your|my|some)[-_ ]\S*|\S*[-_ ](?:here|goes[-_ ]here)|(?:change|replace)[-_ ]?me"
@@ -115,6 +119,11 @@ _RECOVERY_KEY = re.compile(r"\d{6}(?:-\d{6}){3,7}")  # BitLocker's eight groups 
 _SECRET_NAME = re.compile(
     r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|secret|token|key|credentials?)"
     r"(?:[-_][a-z0-9]+)*(?::[\w.-]+)?|(?:password|secret|token)[-_][a-z0-9-_]+(?::[\w.-]+)?"
+    # a variable: dbPassword, apiKeySecret; a constant: PASSWORD_ARGON2ID, DB_PASSWORD
+    r"|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)*(?:Password|Passwd|Secret|Token|Key|Credentials?)"
+    r"(?:[A-Z][a-z0-9]*)*|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+    # a size: password: 32 bytes (kubectl describe secret)
+    r"|\d+[ \t]+bytes?"
 )
 _VERSION = re.compile(r"[\^~><=]{0,2}v?\d+(?:\.\d+){1,3}(?:[-+.][\w.]+)?")
 _DOTTED_REF = re.compile(r"[a-z_][a-z0-9_]*(?:\??\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -172,6 +181,13 @@ def _in_flag(text: str, start: int) -> bool:
 
 
 def _phrase_value(text: str, hit: Hit, kinds: list[str]) -> Span | None:
+    span = _phrase_value_at(text, hit, kinds)
+    if span is not None and re.search(r"(?:^|\s)--?[A-Za-z][\w-]*=$", text[hit.end : span[0]]):
+        return None  # stripe-api-key --project=X: the '=' is the flag's
+    return span
+
+
+def _phrase_value_at(text: str, hit: Hit, kinds: list[str]) -> Span | None:
     stop = text.find("\n", hit.end)
     stop = min(len(text) if stop < 0 else stop, hit.end + 200)
     langs = hit.langs
@@ -420,6 +436,8 @@ def _judge(value: str, kind: str, quoted: bool, linked: bool, langs: tuple[Langu
         return (quoted or len(value) >= 6) and _generated_word(value)
     if quoted:
         return True
+    if _SECRET_NAME.fullmatch(value.rstrip(",;")):
+        return False  # dbPassword, PASSWORD_ARGON2ID: a name
     if _reference(value) or value.lower() in _TYPES or value.lower() in heads():
         return False  # a reference, a type, "the password's length is 12"
     digits = value.isdigit()

@@ -119,7 +119,7 @@ _NAME_BEFORE = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z_][A-Za-z0-9_.-]{0,60}\Z")
 _LINE_HEAD = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+|#[ \t]*)?[\"']?")
 _WORD_BEFORE = re.compile(r"(?<![\w.-])([A-Za-z]+)[ \t]\Z")
 _LITERAL = re.compile(r"([\"'])(?P<v>[^\"'\n]*)\1")
-_NAME_LIKE = re.compile(r"[A-Z][A-Z0-9_]*|[a-z]+|[a-z][a-z0-9]*(?:[._/:-][a-z0-9]+)+")
+_NAME_LIKE = re.compile(r"[A-Z][A-Z0-9_]*|[a-z]+|[a-z][a-z0-9_]*(?:(?:[._/:-]|::)[a-z0-9_]+)+")
 # The first argument of a lookup: a header's or a variable's name (words joined).
 _LOOKUP_KEY = re.compile(r"[A-Za-z][A-Za-z]*(?:[-_.:][A-Za-z]+)*")
 _PROMPT = re.compile(r"[A-Za-z][A-Za-z ]*[:?]?[ \t]*")  # input('Password: ')
@@ -149,6 +149,10 @@ _QUOTED_KEY = lazy_regex(
 _PGPASS = lazy_regex(
     r"(?<![\w.-])(?:[\w-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):(?:[\w.-]+|\*):(?:[\w.@-]+|\*)"
     r":(?P<v5>[^\s:]+)(?=\s|$)"
+)
+_ID_SHAPE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|(?:[A-Za-z][A-Za-z0-9]*-)+[0-9a-f]{32,}"
 )
 _PGPASS_PORT = re.compile(r":(?:\d{1,5}|\*):")
 _HEX_PAIRS = re.compile(r"(?:[0-9A-Fa-f]{2}:){4,}[0-9A-Fa-f]{2}")
@@ -244,7 +248,13 @@ def redact(text: str) -> str:
     """
     if len(text) < 6:
         return text
-    found = [s for s in _spans(text) if s[1] > s[0] and not _NAMED_VALUE.fullmatch(text, *s)]
+    found = [
+        s
+        for s in _spans(text)
+        if s[1] > s[0]
+        and not _NAMED_VALUE.fullmatch(text, *s)
+        and not placeholder(text[s[0] : s[1]])
+    ]
     if "EXAMPLE" in text:
         # AWS documents AKIAIOSFODNN7EXAMPLE and …/bPxRfiCYEXAMPLEKEY as examples: public
         found = [s for s in found if not _EXAMPLE_KEY.search(text, s[0], s[1])]
@@ -393,6 +403,8 @@ def _keyword_values(text: str) -> Iterator[Span]:
             if _generated_value(text[span[0] : span[1]], bare_key=words[-1] == "key"):
                 yield span
             continue
+        if not quoted and text[span[0] : span[0] + 1] == "#":
+            continue  # OPENAI_API_KEY=  # leave empty…: a comment, no value
         if not quoted and (
             _LINE_HEAD.fullmatch(text, line, head) or text[span[0] : span[1]].isalpha()
         ):
@@ -410,6 +422,8 @@ def _generated_value(value: str, *, bare_key: bool) -> bool:
     itself: long enough and generated-looking, and for a bare ``key`` not a hex hash."""
     if placeholder(value) or len(value) < (20 if bare_key else 8) or not looks_random(value):
         return False
+    if _ID_SHAPE.fullmatch(value):
+        return False  # Idempotency-Key: <uuid>, key: Linux-npm-<digest>: an id
     return not (bare_key and re.fullmatch(r"[0-9a-fA-F]+", value))
 
 
@@ -534,7 +548,7 @@ def _authorization(text: str) -> Iterator[Span]:
             yield m.span("v2")
     for m in _COOKIE.finditer(text):
         for pair in _COOKIE_PAIR.finditer(text, m.start("pairs"), m.end("pairs")):
-            if len(pair.group("v5")) >= 8 and looks_random(pair.group("v5")):
+            if len(pair.group("v5")) >= 8 and generated(pair.group("v5"), hex_ok=True):
                 yield pair.span("v5")
 
 

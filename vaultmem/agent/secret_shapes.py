@@ -288,10 +288,13 @@ def named(value: str) -> bool:
     """Whether ``value``, generated-looking as it may be, names a thing: a path of names
     (``/api/v2/users/01HZX4KQ7M8N9P0R1S2T3V``, ``uploads/2024/05/9f3a1c2b-report.pdf``,
     not base64 that holds slashes) or a resource a controller named
-    (``harbor-api-7c9f8d6b5-x2xkq``: a word, then short parts in small letters)."""
+    (``harbor-api-7c9f8d6b5-x2xkq``: a word, then short parts in small letters), or a
+    cache key (``Linux-npm-<sha256>``)."""
     parts = value.split("/")
     if len(parts) > 2 and sum(bool(re.fullmatch(r"[a-z]{2,}|\d+", p)) for p in parts) >= 2:
         return True
+    if re.fullmatch(r"(?:[A-Za-z][A-Za-z0-9]*-)+[0-9a-f]{32,}", value):
+        return True  # Linux-npm-<digest>: a cache key, words and a content hash
     return bool(_RESOURCE_NAME().fullmatch(value))
 
 

@@ -206,7 +206,9 @@ def _table_columns(text: str) -> Iterator[Span]:
             headers = [w for w in words if re.fullmatch(r"[\w.-]{1,40}", w)]
             if len(headers) == len(words):
                 secret_columns = [
-                    i for i, w in enumerate(words) if (n := name_words(w)) and secret_name(n, "=")
+                    i
+                    for i, w in enumerate(words)
+                    if (n := name_words(w)) and secret_name(n, "=") == "secret"
                 ]
                 lower = [w.lower() for w in words]
                 value_column = lower.index("value") if "value" in lower else None
