@@ -45,7 +45,6 @@ from bench_capture import SETS, Score, holds, score_session, transcript_of  # no
 
 from vaultmem.agent.capture_learned import (  # noqa: E402
     CLASSIFIER_FILE,
-    FEATURES,
     Classifier,
     Sentence,
     features,
@@ -179,9 +178,7 @@ def fit(
     )
 
 
-def score(
-    sessions: Sequence[Session], mode: str, model: Classifier | None = None
-) -> Score:
+def score(sessions: Sequence[Session], mode: str, model: Classifier | None = None) -> Score:
     """``sessions`` scored as ``bench_capture.py`` does, with captures of ``mode``:
     "rules", "prototypes" (the layer of capture_vectors) or "learned" (``model``)."""
     total = Score()

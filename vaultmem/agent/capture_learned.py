@@ -40,10 +40,10 @@ from vaultmem.agent.capture_rules import (
     MIN_CHARS,
     Said,
     Spotted,
+    _accepted,
     _codey,
     _end,
     _follows,
-    _accepted,
     _question,
     _reversed,
     _takes_back,
@@ -211,10 +211,12 @@ def _echoed(text: str, turns: Sequence[Said], index: int) -> float:
     return len(mine & content_words(after.text)) / len(mine)
 
 
-def _later_user(turns: Sequence[Said], index: int) -> list[str]:
-    return [
+@lru_cache(maxsize=64)
+def _later_user(turns: tuple[Said, ...], index: int) -> tuple[str, ...]:
+    """The user's sentences after turn ``index`` (cached: asked once per candidate)."""
+    return tuple(
         clean(s) for t in turns[index + 1 :] if t.role == "user" for s in sentences(t.text)
-    ]
+    )
 
 
 def _cues(
@@ -255,7 +257,7 @@ def _cues(
         math.log1p(len(said)) / 3,
         before is not None and before.role == "assistant" and "?" in before.text[-300:],
         _echoed(text, turns, index),
-        any(_takes_back(content_words(text), later) for later in _later_user(turns, index)),
+        any(_takes_back(content_words(text), later) for later in _later_user(tuple(turns), index)),
         text.rstrip().endswith("!"),
         ":" in text,
         bool(_NEGATIVE_START_RE.match(text)),

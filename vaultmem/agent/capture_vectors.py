@@ -1,5 +1,11 @@
 """The semantic capture layer of `extract`: sentences that sound like a memory.
 
+Since round 4 of issue 31, `extract` runs the learned layer
+(:mod:`vaultmem.agent.capture_learned`), which takes this module's verdict on a
+sentence's frame (:func:`frame_vectors`, :func:`scored`) as one of its features and its
+nearest prototype class as the memory's kind; :func:`semantic_spotted` is the layer as
+it was, kept for the comparison in ``benchmarks/capture_learn.py``.
+
 The phrase rules (:mod:`vaultmem.agent.capture_rules`) hear a memory by its cue words;
 people say memories in ways no cue list anticipates ("ledger entries are append-only,
 corrections are new rows"). This layer hears them by how they are said.

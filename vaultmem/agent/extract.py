@@ -460,7 +460,8 @@ def extract_transcript(
     state). Each memory records its session, ``project`` (default: the session's working
     folder's name) and when it was said (:mod:`vaultmem.agent.capture_links`).
     ``semantic`` (the in-process MiniLM, :func:`vaultmem.agent.capture_vectors.
-    capture_embedder`) adds the semantic layer to the rules; a model that fails to load
+    capture_embedder`) adds the learned layer to the rules
+    (:mod:`vaultmem.agent.capture_learned`); a model that fails to load
     leaves the rules alone (listed in ``warnings``). Raises
     TranscriptError for a transcript that is not a regular file, cannot
     be read, or has more than MAX_TRANSCRIPT_BYTES to read.
