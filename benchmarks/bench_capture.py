@@ -25,9 +25,12 @@ one line per session::
 
 Each session is run through :func:`vaultmem.agent.extract.extract_transcript` as a dry run
 (what would be written, nothing is) on a fresh copy of example-vault: the phrase rules
-("rules"), the rules with the semantic layer on the in-process MiniLM ("rules+semantic",
-:mod:`vaultmem.agent.capture_vectors`; ``--no-semantic`` skips it; its one-time model
-load and prototype fit happen before the timed sessions and are printed apart), and with
+("rules"), the rules with the learned layer on the in-process MiniLM ("rules+semantic",
+:mod:`vaultmem.agent.capture_learned`, what ``[capture] semantic`` turns on;
+``--no-semantic`` skips it; its one-time model load and prototype fit happen before the
+timed sessions and are printed apart; its weights are fitted on the four sets here, so
+only a set outside them is a held-back score, and ``benchmarks/capture_learn.py`` gives
+the leave-one-set-out estimate), and with
 ``--llm`` also SmolLM2-135M on llama-cpp-python's server (the endpoint the tests
 start; ``--llm-only`` skips the rules run).
 

@@ -35,6 +35,11 @@ MEMORIES = [
     "Customer ids are UUIDs everywhere, never sequential integers.",
     "Public prices are shown with VAT included.",
 ]
+# A memory no phrase rule hears and the learned layer (on by default) takes.
+HEARD = (
+    "Heads up: the shared staging bucket is wiped every Sunday night, "
+    "keep exports in the archive bucket."
+)
 # Said in a session, and no memory.
 CHATTER = [
     "Okay so the upload page hangs for a minute on big files.",
@@ -206,7 +211,7 @@ def _session(tmp_path: Path) -> Path:
             3,
         ),
         _entry("assistant", "The export writes one row per entry and fails on refunds.", 4),
-        _entry("user", f"Right. {MEMORIES[0]} So a refund is a new row too.", 5),
+        _entry("user", f"Right. {HEARD}", 5),
         _entry("assistant", "Understood, I'll write refunds as new rows.", 6),
         _entry("user", CHATTER[2], 7),
     ]
@@ -227,17 +232,20 @@ def test_extract_hears_what_the_rules_miss(
     assert both.mode == "rules+semantic"
     found = [(m.candidate.text, m.candidate.said_at) for m in both.memories]
     # The sentence that says it, not the turn; nothing from tool output or narration.
-    assert found == [(MEMORIES[0], "2026-11-30T10:00:05.000Z")]
+    assert found == [(HEARD, "2026-11-30T10:00:05.000Z")]
 
 
-def test_the_config_knob_turns_it_on_for_the_command(vault: Path, tmp_path: Path, cli: Cli) -> None:
+def test_the_config_knob_turns_it_off_for_the_command(
+    vault: Path, tmp_path: Path, cli: Cli
+) -> None:
     transcript = _session(tmp_path)
+    (vault / ".vaultmem.toml").write_text("[capture]\nsemantic = false\n", encoding="utf-8")
     off = json.loads(cli("extract", str(transcript), "--dry-run", "--json").stdout)
     assert (off["mode"], off["memories"]) == ("rules", [])
-    (vault / ".vaultmem.toml").write_text("[capture]\nsemantic = true\n", encoding="utf-8")
+    (vault / ".vaultmem.toml").unlink()  # on by default
     on = json.loads(cli("extract", str(transcript), "--dry-run", "--json").stdout)
     assert on["mode"] == "rules+semantic"
-    assert [m["text"] for m in on["memories"]] == [MEMORIES[0]]
+    assert [m["text"] for m in on["memories"]] == [HEARD]
     written = cli("extract", str(transcript))
     assert "1 memories written" in written.stderr + written.stdout
 
@@ -246,9 +254,10 @@ def test_the_knob_and_its_errors(vault: Path, tmp_path: Path) -> None:
     from vaultmem.errors import ConfigError
 
     env = {"HOME": str(tmp_path)}
-    config = load(vault_flag=str(vault), env=env, cwd=vault)
-    assert config.capture_semantic is False and capture_embedder(config) is None
-    on = load(vault_flag=str(vault), env={**env, "VAULTMEM_CAPTURE_SEMANTIC": "true"}, cwd=vault)
+    off = load(vault_flag=str(vault), env={**env, "VAULTMEM_CAPTURE_SEMANTIC": "false"}, cwd=vault)
+    assert off.capture_semantic is False and capture_embedder(off) is None
+    on = load(vault_flag=str(vault), env=env, cwd=vault)
+    assert on.capture_semantic is True  # on by default
     mine = LocalEmbedder()
     assert capture_embedder(on, mine) is mine  # the vault's own MiniLM, one per process
     assert isinstance(capture_embedder(on, None), LocalEmbedder)

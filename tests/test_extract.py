@@ -89,6 +89,9 @@ def _everything_written(vault: Path) -> str:
 
 
 def test_rules_extract_exact_memories_from_claude_jsonl(vault: Path, cli: Cli) -> None:
+    # The phrase rules alone (the learned layer, on by default, is tested in
+    # test_capture_learned.py).
+    (vault / ".vaultmem.toml").write_text("[capture]\nsemantic = false\n", encoding="utf-8")
     report = json.loads(cli("extract", str(SESSION), "--json").stdout)
     assert report["mode"] == "rules"
     assert [(m["type"], m["text"]) for m in report["memories"]] == RULE_MEMORIES
@@ -335,6 +338,8 @@ def _limited() -> None:
 def _spawn(vault: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "vaultmem", "--vault", str(vault), *args],
+        # The reader's own memory and signals: without the learned layer's model.
+        env={**os.environ, "VAULTMEM_CAPTURE_SEMANTIC": "false"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

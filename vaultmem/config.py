@@ -127,11 +127,12 @@ class Config:
     hooks_reinforce_max: int = 5
     # The surfacing profile `hook prompt` and `surface` use unless told (SURFACE_PROFILES).
     hooks_profile: str = DEFAULT_SURFACE_PROFILE
-    # `extract` without an LLM adds the semantic layer (sentence vectors of the in-process
-    # MiniLM against labelled prototypes) to the phrase rules. Off by default: on the
-    # round-2 capture set it raised recall 0.32 -> 0.50 at precision 0.66 (rules: 0.64),
-    # short of the 0.90 precision target (BENCHMARKS.md).
-    capture_semantic: bool = False
+    # `extract` without an LLM adds the learned capture layer (vaultmem.agent.
+    # capture_learned: cue features and the in-process MiniLM's frame verdict, weights
+    # fitted on the four labelled capture sets) to the phrase rules. On by default: left
+    # out of the fit, the four sets give mean recall 0.51 at precision 0.91 with it, 0.51
+    # at 0.84 with the rules alone (BENCHMARKS.md).
+    capture_semantic: bool = True
     # CortexGraph's thresholds, β, danger zone and auto-reinforcement ([memory] keys).
     tuning: MemoryTuning = DEFAULT_TUNING
     # How vaultmem's frontmatter keys are named in the notes: bare by default (``status``),
@@ -548,7 +549,7 @@ def build(
             hooks.get("profile", DEFAULT_SURFACE_PROFILE), "hooks.profile", tuple(SURFACE_PROFILES)
         ),
         capture_semantic=coerce(
-            table(data, "capture").get("semantic", False), bool, "capture.semantic"
+            table(data, "capture").get("semantic", True), bool, "capture.semantic"
         ),
         keys=key_scheme(table(data, "keys")),
         trust_digest=trust_digest,

@@ -1,5 +1,11 @@
 """The semantic capture layer of `extract`: sentences that sound like a memory.
 
+Since round 4 of issue 31, `extract` runs the learned layer
+(:mod:`vaultmem.agent.capture_learned`), which takes this module's verdict on a
+sentence's frame (:func:`frame_vectors`, :func:`scored`) as one of its features and its
+nearest prototype class as the memory's kind; :func:`semantic_spotted` is the layer as
+it was, kept for the comparison in ``benchmarks/capture_learn.py``.
+
 The phrase rules (:mod:`vaultmem.agent.capture_rules`) hear a memory by its cue words;
 people say memories in ways no cue list anticipates ("ledger entries are append-only,
 corrections are new rows"). This layer hears them by how they are said.
@@ -78,7 +84,9 @@ __all__ = [
     "candidates",
     "capture_embedder",
     "classify",
+    "frame_vectors",
     "prototypes",
+    "scored",
     "semantic_spotted",
 ]
 
@@ -297,13 +305,28 @@ def english(text: str) -> bool:
 def classify(texts: Sequence[str], embedder: Embedder) -> list[Scored]:
     """Each text's chance of being a memory and its nearest memory class, from one
     batch of embeddings (of the texts' frames, :func:`frame`)."""
+    return scored(texts, frame_vectors(texts, embedder), embedder)
+
+
+def frame_vectors(texts: Sequence[str], embedder: Embedder) -> Any:
+    """The MiniLM vectors of the texts' frames (:func:`frame`), one numpy row each."""
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, embedder.dimension))
+    words = _model(embedder).words
+    return np.asarray(embedder.embed([frame(t, words) for t in texts]), dtype=np.float64)
+
+
+def scored(texts: Sequence[str], vectors: Any, embedder: Embedder) -> list[Scored]:
+    """The prototypes' verdict on each text from its frame vector (:func:`frame_vectors`):
+    the chance it is a memory, and its nearest memory class."""
     import numpy as np
 
     if not texts:
         return []
     protos = prototypes()
     model = _model(embedder)
-    vectors = np.asarray(embedder.embed([frame(t, model.words) for t in texts]), dtype=np.float64)
     scores = 1 / (1 + np.exp(-(vectors @ model.weights + model.bias)))
     sims = vectors @ model.matrix.T
     labels = np.asarray(protos.labels)

@@ -224,18 +224,16 @@ _LABEL_RE = re.compile(r"^(?:User|Assistant|Speaker): ")
 
 
 def rule_candidates(turns: Sequence[Said], semantic: Embedder | None = None) -> list[Candidate]:
-    """Memories the offline rules (:mod:`vaultmem.agent.capture_rules`) find in ``turns``,
-    and with ``semantic`` (the in-process MiniLM) those the semantic layer hears
-    (:mod:`vaultmem.agent.capture_vectors`)."""
-    extra = []
-    if semantic is not None:
-        from vaultmem.agent.capture_vectors import semantic_spotted
+    """Memories the offline rules (:mod:`vaultmem.agent.capture_rules`) find in ``turns``;
+    with ``semantic`` (the in-process MiniLM), those the learned layer keeps of them and
+    adds to them (:mod:`vaultmem.agent.capture_learned`)."""
+    if semantic is None:
+        found = spot(turns)
+    else:
+        from vaultmem.agent.capture_learned import learned_spot
 
-        extra = semantic_spotted(turns, semantic)
-    return [
-        Candidate(found.kind, found.text, said_at=turns[found.turn].timestamp)
-        for found in spot(turns, extra)
-    ]
+        found = learned_spot(turns, semantic)
+    return [Candidate(f.kind, f.text, said_at=turns[f.turn].timestamp) for f in found]
 
 
 # --------------------------------------------------------------------------- LLM
@@ -462,7 +460,8 @@ def extract_transcript(
     state). Each memory records its session, ``project`` (default: the session's working
     folder's name) and when it was said (:mod:`vaultmem.agent.capture_links`).
     ``semantic`` (the in-process MiniLM, :func:`vaultmem.agent.capture_vectors.
-    capture_embedder`) adds the semantic layer to the rules; a model that fails to load
+    capture_embedder`) adds the learned layer to the rules
+    (:mod:`vaultmem.agent.capture_learned`); a model that fails to load
     leaves the rules alone (listed in ``warnings``). Raises
     TranscriptError for a transcript that is not a regular file, cannot
     be read, or has more than MAX_TRANSCRIPT_BYTES to read.

@@ -55,8 +55,8 @@ def extract(
     endpoint configured the model finds the memories (one JSON request per chunk of
     about 6,000 characters); without one, phrase rules do ("we decided", "let's go
     with", "instead of ... because", "don't ... again", "always", "never", "prefer"),
-    and with `[capture] semantic = true` the in-process MiniLM too (the user's
-    sentences against labelled prototypes of memories and of what is not one).
+    weighed by a learned layer on the in-process MiniLM that also hears the user's
+    sentences no rule takes (`[capture] semantic = false` leaves the rules alone).
     Secrets (API keys and tokens, passwords in URLs, flags and key=value pairs, private
     key blocks) are redacted as the transcript is read, before anything is sent or
     written. Every memory goes through remember: duplicates
