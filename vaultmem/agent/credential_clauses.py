@@ -72,6 +72,11 @@ _PASSPHRASE = lazy_regex(
     r"|frasa sandi|кодов(?:ая|ую|ой) фраз[аыуе]|кодовое слово|парольну фразу|frase de paso"
     r"|wachtzin|lösenfras(?:en)?|hasło-fraza|fraza hasła|salalause)\b"
 )
+# a word each passphrase word holds (the regex runs only where one stands)
+_PASSPHRASE_NEEDLES = (
+    "phrase", "passwort", "mantra", "frase", "фраз", "слово", "sandi", "wachtzin", "lösenfras",
+    "fraz", "salalause",
+)  # fmt: skip
 _PASSPHRASE_LINK = lazy_regex(
     r"(?i)[^\n:：=—]{0,80}?(?:[:：=—]|\b(?:is|ist|lautet|est|es|é|är|er|jest|это)\b)[ \t]*"
 )
@@ -102,6 +107,9 @@ def clause_spans(text: str, found: list[Hit] | None = None) -> Iterator[Span]:
 
 def passphrase_spans(text: str) -> Iterator[Span]:
     """Passphrases of several words after a passphrase word, taken whole."""
+    low = text.lower()
+    if not any(w in low for w in _PASSPHRASE_NEEDLES):
+        return
     for m in _PASSPHRASE().finditer(text):
         link = _PASSPHRASE_LINK().match(text, m.end())
         if link is None:

@@ -538,15 +538,19 @@ def _command_flag(command: str) -> re.Pattern[str]:
 
 
 def _authorization(text: str) -> Iterator[Span]:
-    for m in _AUTHORIZATION.finditer(text):
+    low = text.lower()  # each regex only where its words are: prose pays nothing
+    for m in (
+        _AUTHORIZATION.finditer(text) if "auth" in low or "bearer" in low or "basic" in low else ()
+    ):
         group = "v5" if m.group("v5") is not None else "v0"
         value = m.group(group)
         if looks_random(value) and not placeholder(value):
             yield m.span(group)
-    for m in _AUTH_PAIR.finditer(text):
+    paired = "(" in text and ("auth" in low or "credential" in low)
+    for m in _AUTH_PAIR.finditer(text) if paired else ():
         if not placeholder(m.group("v2")):
             yield m.span("v2")
-    for m in _COOKIE.finditer(text):
+    for m in _COOKIE.finditer(text) if "cookie" in low else ():
         for pair in _COOKIE_PAIR.finditer(text, m.start("pairs"), m.end("pairs")):
             if len(pair.group("v5")) >= 8 and generated(pair.group("v5"), hex_ok=True):
                 yield pair.span("v5")
