@@ -389,8 +389,8 @@ def _keyword_values(text: str) -> Iterator[Span]:
             continue
         span, quoted = _value(m)
         closing = text[span[0] - 1 : span[0]]
-        inside = text[line:head].count(closing) % 2 and text[m.start("sep") - 1] != closing
-        if quoted and closing in "\"'" and inside:
+        prompt = text[span[0] : span[0] + 1] in (" ", "\t") and text[line:head].count(closing) % 2
+        if quoted and closing in "\"'" and prompt:
             continue  # read -p "Password: " PASS: the key is inside a string, a prompt
         if not quoted and re.match(
             r"[A-Za-z_][\w.?]*(?:::[A-Za-z_][\w.?]*)*[ \t]*[(\[]", text[span[0] : span[0] + 80]

@@ -229,11 +229,22 @@ def _table_columns(text: str) -> Iterator[Span]:
 
 
 def _cells(line: str) -> list[tuple[int, int]]:
-    if "\t" in line or line.count("|") >= 2:
-        return [(m.start(), m.end()) for m in _CELL.finditer(line) if m.group().strip()]
-    if "  " in line:
-        return [(m.start(), m.end()) for m in _ALIGNED_CELL.finditer(line)]
-    return []
+    """The cells of a table's line; a first cell that holds prose before the table
+    ("We keep this: | env | password |", "Saved: title<TAB>password") is its last word."""
+    if line.count("|") >= 2:
+        first, last = line.index("|"), line.rindex("|")
+        found = [(m.start(), m.end()) for m in _CELL.finditer(line, first, last)]
+        return [c for c in found if line[c[0] : c[1]].strip()]
+    if "\t" in line:
+        found = [(m.start(), m.end()) for m in _CELL.finditer(line) if m.group().strip()]
+    elif "  " in line:
+        found = [(m.start(), m.end()) for m in _ALIGNED_CELL.finditer(line)]
+    else:
+        return []
+    if found and " " in line[found[0][0] : found[0][1]].strip():
+        start, end = found[0]
+        found[0] = (line.rindex(" ", start, end) + 1, end)
+    return found
 
 
 def _values(rule: re.Pattern[str], text: str, skip: tuple[str, ...] = ()) -> Iterator[Span]:
