@@ -227,3 +227,18 @@ def test_the_shape_rule_leaves_syntax_alone(word: str) -> None:
     """Words of man pages and library sources that have a password's classes of
     characters (the rule was measured on 15,926 man pages: no hit)."""
     assert list(shape_spans(f"see {word} here")) == []
+
+
+IN_CONTEXT = [
+    # the end-to-end bench put round 5's cases after prose on their line
+    ("I'll remember: SECRET_KEY = 'k9#Qz2!vLm8Rt4Wp'", "k9#Qz2!vLm8Rt4Wp"),
+    ('Summary: the user said "smtp_pass: "Rq2xLm9KvW" # relay"', "Rq2xLm9KvW"),
+    ("Keep this: | env | password |\n|---|---|\n| prod | Zq8mW2xK4vLp |", "Zq8mW2xK4vLp"),
+    ("Saved: title\tpassword\nGitLab\tlemon-cactus-walrus-31", "lemon-cactus-walrus-31"),
+    ("We keep: Name        Value\ndb_password  Vx7Kq2Lm9Zp4", "Vx7Kq2Lm9Zp4"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), IN_CONTEXT)
+def test_a_secret_after_prose_on_its_line_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
