@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -330,20 +329,25 @@ def test_smollm2_extract_writes_only_valid_notes(
 # --------------------------------------------------------------------------- endless or huge input
 
 
-def _limited() -> None:
-    # Old code filled memory reading /dev/zero: cap the child so it fails, not the machine.
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+# Old code filled memory reading /dev/zero: cap the child so it fails, not the machine. The
+# cap is set by a fresh interpreter that then becomes vaultmem (exec keeps the pid), not by
+# a preexec_fn: forking a test runner that holds other threads (onnxruntime's, once a test
+# in the same worker has loaded the model) and running Python in the child before exec can
+# deadlock the child, which then never reads the transcript nor answers a signal.
+_CAPPED = (
+    "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'vaultmem', *sys.argv[1:]])"
+)
 
 
 def _spawn(vault: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "vaultmem", "--vault", str(vault), *args],
+        [sys.executable, "-c", _CAPPED, "--vault", str(vault), *args],
         # The reader's own memory and signals: without the learned layer's model.
         env={**os.environ, "VAULTMEM_CAPTURE_SEMANTIC": "false"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_limited,
     )
 
 
