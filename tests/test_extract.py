@@ -329,13 +329,14 @@ def test_smollm2_extract_writes_only_valid_notes(
 # --------------------------------------------------------------------------- endless or huge input
 
 
-# Old code filled memory reading /dev/zero: cap the child so it fails, not the machine. The
-# cap is set by a fresh interpreter that then becomes vaultmem (exec keeps the pid), not by
-# a preexec_fn: forking a test runner that holds other threads (onnxruntime's, once a test
-# in the same worker has loaded the model) and running Python in the child before exec can
-# deadlock the child, which then never reads the transcript nor answers a signal.
+# Old code filled memory reading /dev/zero: cap the child so it fails, not the machine. A
+# fresh interpreter sets the cap and becomes vaultmem (exec keeps the pid): no preexec_fn in
+# a test runner that may hold onnxruntime's threads. It also gives SIGINT back its default:
+# a suite started in the background (`cmd &` in a script) has SIGINT ignored, and an
+# ignored signal stays ignored across exec, so Python would never turn it into Ctrl-C.
 _CAPPED = (
-    "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+    "import os, resource, signal, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+    "signal.signal(signal.SIGINT, signal.SIG_DFL); "
     "os.execv(sys.executable, [sys.executable, '-m', 'vaultmem', *sys.argv[1:]])"
 )
 
